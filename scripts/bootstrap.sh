@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Prepare this machine to run the collection's demo and tests: OS packages, a running Docker
+# engine, the project venv and the locally built base image. Safe to run again: each step
+# checks first and does nothing when its inputs are unchanged.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+log() { printf '[bootstrap] %s\n' "$*"; }
+
+need_root() {
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "[bootstrap] run as root (or with sudo): packages and the Docker engine need it" >&2
+    exit 1
+  fi
+}
+
+# 1. OS packages. Only what is missing is installed.
+os_packages() {
+  local want=() pkg
+  command -v dockerd >/dev/null 2>&1 || want+=(docker.io)
+  command -v debootstrap >/dev/null 2>&1 || want+=(debootstrap)
+  command -v git >/dev/null 2>&1 || want+=(git)
+  command -v ip >/dev/null 2>&1 || want+=(iproute2)
+  command -v curl >/dev/null 2>&1 || want+=(curl)
+  python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || want+=(python3-venv)
+  if [ "${#want[@]}" -gt 0 ]; then
+    need_root
+    log "installing ${want[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${want[@]}" >/dev/null
+  fi
+}
+
+# 2. A running Docker engine (systemd when it runs the machine, else a background dockerd).
+docker_engine() {
+  if docker info >/dev/null 2>&1; then return; fi
+  need_root
+  if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+    systemctl start docker
+  else
+    log "starting dockerd in the background (log: /var/log/dockerd.log)"
+    nohup dockerd >/var/log/dockerd.log 2>&1 &
+  fi
+  for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && return; sleep 0.5; done
+  echo "[bootstrap] the Docker engine did not come up; see /var/log/dockerd.log" >&2
+  exit 1
+}
+
+# 3. The project venv, rebuilt only when the requirements change.
+python_venv() {
+  local stamp=.venv/.requirements.sha256 want
+  want=$(cat requirements.txt requirements.lock | sha256sum | cut -c1-64)
+  if [ -x .venv/bin/python ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then return; fi
+  log "creating .venv from requirements.txt (pinned by requirements.lock)"
+  python3 -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -r requirements.txt -c requirements.lock
+  echo "$want" >"$stamp"
+}
+
+# 4. Make this checkout importable as glm53.tensorfold without installing it.
+collection_link() {
+  mkdir -p .cache/collections/ansible_collections/glm53
+  ln -sfn "$ROOT" .cache/collections/ansible_collections/glm53/tensorfold
+}
+
+os_packages
+docker_engine
+python_venv
+collection_link
+bash scripts/build-base-image.sh
+log "ready"
