@@ -27,7 +27,7 @@ stage() {  # stage NAME COMMAND...
 
 # The collection as users get it: built, installed offline, tested in place by ansible-test.
 # Outside this git checkout: inside it, ansible-test lists files with git and sees none there.
-INSTALL_DIR="${TMPDIR:-/tmp}/glm53-tensorfold-ansible-test"
+INSTALL_DIR="${TMPDIR:-/tmp}/glm53-tensorfold-ansible-test-$(printf %s "$ROOT" | sha256sum | cut -c1-8)"
 install_built_collection() {
   rm -rf dist "$INSTALL_DIR" && mkdir -p dist "$INSTALL_DIR" &&
     ansible-galaxy collection build --output-path dist . >/dev/null &&
@@ -57,7 +57,8 @@ run_pytest() {
 }
 run_molecule() {  # run_molecule NAME
   molecule test -s "$1"; local rc=$?
-  docker volume ls -q --filter name=glm53-molecule- | xargs -r docker volume rm -f >/dev/null 2>&1
+  # The boxes' /var/lib/docker volumes are named glm53-molecule-SCENARIO-HOST.
+  docker volume ls -q --filter "name=glm53-molecule-$1-" | xargs -r docker volume rm >/dev/null 2>&1
   return $rc
 }
 scenarios() { for f in molecule/*/molecule.yml; do [ -e "$f" ] && basename "$(dirname "$f")"; done; }
