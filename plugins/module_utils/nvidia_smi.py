@@ -204,6 +204,11 @@ def parse_p2p_matrix(text):
     The diagonal (``X``) is left out. Statuses are returned as printed (``OK``, ``CNS``, ...).
     Raises NvidiaSmiParseError when no matrix header is found or a row does not fit it.
     """
+    return parse_p2p_table(text)[1]
+
+
+def parse_p2p_table(text):
+    """``(gpu_indices, matrix)``: the GPUs the matrix header lists, and parse_p2p_matrix's dict."""
     columns = None
     matrix = {}
     for raw in strip_ansi(text).splitlines():
@@ -232,7 +237,7 @@ def parse_p2p_matrix(text):
                 matrix[(row, column)] = status.upper()
     if columns is None:
         raise NvidiaSmiParseError("no GPU matrix header found in nvidia-smi topo output")
-    return matrix
+    return columns, matrix
 
 
 def parse_legend(text):
@@ -312,3 +317,14 @@ def version_at_least(version, minimum):
     """True when ``version`` (a dotted string) is at least ``minimum``; unknown is False."""
     have = version_tuple(version)
     return bool(have) and have >= version_tuple(minimum)
+
+
+def command_failure(args, rc, out, err):
+    """A one-line account of a failed nvidia-smi call: the command, its exit status, its words."""
+    said = " ".join((err or "").split()) or " ".join((out or "").split()) or "no output"
+    hint = ""
+    if rc == 6:
+        hint = " (exit 6: no GPU matched the selection)"
+    elif rc == 9:
+        hint = " (exit 9: the NVIDIA driver is not loaded)"
+    return "%s failed with exit status %s%s: %s" % (" ".join(args), rc, hint, said)

@@ -214,3 +214,13 @@ def test_driver_versions_compare_numerically():
     assert not smi.version_at_least("575.64.05", "580")
     assert not smi.version_at_least(None, "580")
     assert smi.version_tuple("580.159.04") == (580, 159, 4)
+
+
+def test_the_table_lists_the_gpus_of_a_one_gpu_host():
+    assert smi.parse_p2p_table(recorded("topo_p2p_r")) == ([0], {})
+
+
+def test_failure_text_carries_command_exit_status_and_message():
+    text = smi.command_failure(["nvidia-smi", "-i", "7"], 6, recorded("bad_index"), "")
+    assert text == "nvidia-smi -i 7 failed with exit status 6 (exit 6: no GPU matched the selection): No devices were found"
+    assert "is not a valid field" in smi.command_failure(["nvidia-smi"], 2, recorded("bad_field"), "")
