@@ -36,13 +36,16 @@ def _platform(host, observed, problems):
 
 def _tools(host, observed, problems):
     for name, path in sorted((observed.get("tools") or {}).items()):
-        if not path:
+        if not path and name != "docker":  # docker is the Docker check's (E_DOCKER)
             problems.append(record("E_DEPENDENCY", host, "%s is not on PATH" % name, tool=name))
 
 
 def _docker(host, observed, expect, problems):
     docker = observed.get("docker") or {}
     if not expect.get("docker", True):
+        return
+    if "docker" in (observed.get("tools") or {}) and not observed["tools"]["docker"]:
+        problems.append(record("E_DOCKER", host, "docker is not installed (not on PATH)"))
         return
     if not docker.get("ok"):
         problems.append(record("E_DOCKER", host, "the Docker daemon does not answer (docker info: %s)"

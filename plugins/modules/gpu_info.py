@@ -160,6 +160,9 @@ def main():
     except smi.NvidiaSmiParseError as err:
         module.fail_json(msg="could not read nvidia-smi's answer: %s" % err)
     smi.attach_processes(gpus, apps)
+    driver = gpus[0]["driver_version"] if gpus else None
+    for gpu in gpus:
+        gpu.pop("driver_version", None)  # one driver per host: returned once, below
     try:
         selected = smi.select_gpus(gpus, module.params["gpus"])
     except KeyError as err:
@@ -170,10 +173,7 @@ def main():
     cuda = smi.parse_cuda_version(version_text)
     if cuda is None:  # older drivers: --version has no CUDA line; the banner has
         cuda = smi.parse_cuda_version(run_nvidia_smi(module, binary, []))
-    driver = gpus[0]["driver_version"] if gpus else None
     driver = driver or smi.parse_driver_version(version_text)
-    for gpu in selected:
-        gpu.pop("driver_version", None)
     module.exit_json(changed=False, gpus=selected, driver_version=driver, cuda_version=cuda)
 
 

@@ -142,3 +142,11 @@ def test_fleet_summary_has_a_line_per_host_and_counts():
     assert summary["counts"] == {"pass": 1, "warn": 1, "fail": 2}
     assert summary["hosts"]["c"]["codes"] == ["E_GPU", "W_P2P"]
     assert fleet_summary(dict(results))["lines"] == summary["lines"]
+
+
+def test_docker_not_installed_is_said_so_once():
+    missing = observed(tools={"curl": "/usr/bin/curl", "docker": None},
+                       docker={"ok": False, "error": "Error executing command.", "runtimes": []})
+    problems = host_problems("h", missing, EXPECT)
+    assert codes(problems) == ["E_DOCKER"]
+    assert "docker is not installed (not on PATH)" in problems[0]["message"]
