@@ -18,7 +18,8 @@ description:
     its free space.
   - Tries to bind each port in O(ports) on O(address), as the server would; a port something
     listens on reads as not free. The socket is closed at once.
-  - Reads C(MemAvailable) from C(/proc/meminfo) and looks up each tool in O(tools) on E(PATH).
+  - Reads C(MemAvailable) from C(/proc/meminfo), looks up each tool in O(tools) on E(PATH), and
+    says which system, architecture and user it ran as (cheaper than gathering facts).
   - Only reads; nothing on the host changes, so check mode gives the same answer.
 author:
   - glm53.tensorfold contributors
@@ -111,6 +112,21 @@ ports:
   type: list
   elements: dict
   sample: [{"port": 8020, "free": false, "why": "port 8020 is in use on 0.0.0.0"}]
+system:
+  description: The operating system's name, as Python's platform.system() gives it.
+  returned: always
+  type: str
+  sample: Linux
+architecture:
+  description: The machine's architecture, as platform.machine() gives it.
+  returned: always
+  type: str
+  sample: x86_64
+user:
+  description: The user the module ran as.
+  returned: always
+  type: str
+  sample: root
 tools:
   description: Each tool and where it was found (null when missing).
   returned: always
@@ -118,7 +134,9 @@ tools:
   sample: {"curl": "/usr/bin/curl", "hf": null}
 """
 
+import getpass
 import os
+import platform
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -152,7 +170,8 @@ def main():
         ports.append({"port": port, "free": free, "why": why})
     tools = res.find_tools(p["tools"], lambda name: module.get_bin_path(name, required=False))
     module.exit_json(changed=False, filesystems=filesystems, memory_available_mib=memory,
-                     ports=ports, tools=tools)
+                     ports=ports, tools=tools, system=platform.system(),
+                     architecture=platform.machine(), user=getpass.getuser())
 
 
 if __name__ == "__main__":
