@@ -224,3 +224,14 @@ def test_failure_text_carries_command_exit_status_and_message():
     text = smi.command_failure(["nvidia-smi", "-i", "7"], 6, recorded("bad_index"), "")
     assert text == "nvidia-smi -i 7 failed with exit status 6 (exit 6: no GPU matched the selection): No devices were found"
     assert "is not a valid field" in smi.command_failure(["nvidia-smi"], 2, recorded("bad_field"), "")
+
+
+@pytest.mark.parametrize("name", ["gpu_info_query", "gpu_info_query_nh"])
+def test_the_gpu_info_modules_own_query_as_recorded_on_the_h200(name):
+    assert recorded_fields(name, "--query-gpu") == smi.GPU_QUERY_FIELDS
+    gpus = smi.parse_gpus(recorded(name))
+    assert gpus == [{
+        "index": 0, "uuid": "GPU-b52f4189-5e10-3862-c8b5-0e9447d38f9f", "name": "NVIDIA H200",
+        "pci_bus_id": "00000000:00:06.0", "memory_total_mib": 143771, "memory_used_mib": 0,
+        "memory_free_mib": 143156, "compute_cap": "9.0", "power_limit_w": 700.0, "driver_version": "580.159.04",
+    }]
