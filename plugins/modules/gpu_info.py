@@ -21,7 +21,7 @@ description:
     status 6, "No devices were found", or 9 when the driver is not loaded), or when a GPU index
     in O(gpus) does not exist on the host.
 author:
-  - glm53.tensorfold contributors
+  - glm53.tensorfold contributors (@glm53)
 options:
   nvidia_smi:
     description:
@@ -37,8 +37,10 @@ options:
     default: []
 attributes:
   check_mode:
+    description: Can run in check mode and return the same answer (it only reads).
     support: full
   diff_mode:
+    description: Returns no diff (nothing changes).
     support: none
 notes:
   - Versions are read from C(--query-gpu=driver_version) and C(nvidia-smi --version), not from the

@@ -21,7 +21,7 @@ description:
     matrix, or when fewer than two GPUs are selected (or present, when O(gpus) is empty).
   - Only reads; check mode gives the same answer.
 author:
-  - glm53.tensorfold contributors
+  - glm53.tensorfold contributors (@glm53)
 options:
   nvidia_smi:
     description:
@@ -36,8 +36,10 @@ options:
     default: []
 attributes:
   check_mode:
+    description: Can run in check mode and return the same answer (it only reads).
     support: full
   diff_mode:
+    description: Returns no diff (nothing changes).
     support: none
 seealso:
   - module: glm53.tensorfold.gpu_info

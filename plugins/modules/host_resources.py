@@ -22,7 +22,7 @@ description:
     says which system, architecture and user it ran as (cheaper than gathering facts).
   - Only reads; nothing on the host changes, so check mode gives the same answer.
 author:
-  - glm53.tensorfold contributors
+  - glm53.tensorfold contributors (@glm53)
 options:
   paths:
     description: Paths that will hold data, with what each needs.
@@ -58,8 +58,10 @@ options:
     default: []
 attributes:
   check_mode:
+    description: Can run in check mode and return the same answer (it only reads).
     support: full
   diff_mode:
+    description: Returns no diff (nothing changes).
     support: none
 """
 

@@ -87,32 +87,32 @@ def test_one_gpu_topology_is_byte_for_byte_the_recording(run, kind):
 
 def test_two_card_matrix_carries_each_pairs_status_per_direction(run):
     profile = {"count": 2, "p2p": {"read": {"0-1": "OK", "1-0": "CNS"}, "write": "NS"}}
-    _, read = run(profile, ["topo", "-p2p", "r"])
-    _, write = run(profile, ["topo", "-p2p", "w"])
+    _rc, read = run(profile, ["topo", "-p2p", "r"])
+    _rc, write = run(profile, ["topo", "-p2p", "w"])
     assert "\x1b[4mGPU0\tGPU1\t\x1b[0m" in read
     assert smi.parse_p2p_matrix(read) == {(0, 1): "OK", (1, 0): "CNS"}
     assert smi.parse_p2p_matrix(write) == {(0, 1): "NS", (1, 0): "NS"}
 
 
 def test_version_and_banner_give_the_same_versions_as_the_recordings(run):
-    _, version = run(H200, ["--version"])
+    _rc, version = run(H200, ["--version"])
     assert version == recorded("version")
-    _, banner = run(H200, [])
+    _rc, banner = run(H200, [])
     assert smi.parse_cuda_version(banner) == "13.0"
     assert smi.parse_driver_version(banner) == "580.159.04"
 
 
 def test_list_names_each_card(run):
-    _, out = run({"count": 2}, ["-L"])
+    _rc, out = run({"count": 2}, ["-L"])
     assert out.startswith("GPU 0: NVIDIA RTX PRO 6000 Blackwell Workstation Edition (UUID: GPU-")
     assert len(out.splitlines()) == 2
 
 
 def test_the_modules_queries_read_a_busy_rtx_pro_6000_box(run):
     profile = {"count": 2, "memory_used_mib": [20482, 2], "apps": [{"gpu": 0, "pid": 99, "name": "python3", "used_memory_mib": 20480}]}
-    _, out = run(profile, ["--query-gpu=" + ",".join(smi.GPU_QUERY_FIELDS), "--format=csv,noheader,nounits"])
+    _rc, out = run(profile, ["--query-gpu=" + ",".join(smi.GPU_QUERY_FIELDS), "--format=csv,noheader,nounits"])
     gpus = smi.parse_gpus(out)
-    _, apps = run(profile, ["--query-compute-apps=" + ",".join(smi.APP_QUERY_FIELDS), "--format=csv,noheader,nounits"])
+    _rc, apps = run(profile, ["--query-compute-apps=" + ",".join(smi.APP_QUERY_FIELDS), "--format=csv,noheader,nounits"])
     smi.attach_processes(gpus, smi.parse_compute_apps(apps))
     assert gpus[0]["memory_used_mib"] == 20482 and gpus[0]["memory_free_mib"] == 97887 - 20482
     assert gpus[0]["processes"] == [{"pid": 99, "name": "python3", "used_memory_mib": 20480}]
