@@ -1,0 +1,235 @@
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+"""The host checks of the recipe, as one pure function over what the role observed.
+
+The gpu_host_checks role gathers facts with read-only modules (gpu_info, gpu_peer_check,
+host_resources, ``docker info``) and hands them here. ``host_problems`` returns every problem as a
+record (``codes.record``), in the recipe's order: platform, tools, Docker daemon, docker group,
+NVIDIA runtime, GPU count and model, driver, memory per GPU, compute processes, power cap,
+peer-to-peer, disk, host memory, ports.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import record
+from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi import (
+    p2p_problems,
+    version_at_least,
+)
+
+
+def _gpu_list(gpus):
+    return ", ".join("GPU %s: %s" % (g.get("index"), g.get("name")) for g in gpus) or "none"
+
+
+def _platform(host, observed, problems):
+    system, arch = observed.get("system"), observed.get("architecture")
+    if system != "Linux" or arch != "x86_64":
+        problems.append(record("E_PLATFORM", host, "the host is %s %s; the recipe runs on Linux x86_64"
+                               % (system or "an unknown system", arch or "of unknown architecture")))
+
+
+def _tools(host, observed, problems):
+    for name, path in sorted((observed.get("tools") or {}).items()):
+        if not path and name != "docker":  # docker is the Docker check's (E_DOCKER)
+            problems.append(record("E_DEPENDENCY", host, "%s is not on PATH" % name, tool=name))
+
+
+def _docker(host, observed, expect, problems):
+    docker = observed.get("docker") or {}
+    if not expect.get("docker", True):
+        return
+    if "docker" in (observed.get("tools") or {}) and not observed["tools"]["docker"]:
+        problems.append(record("E_DOCKER", host, "docker is not installed (not on PATH)"))
+        return
+    if not docker.get("ok"):
+        problems.append(record("E_DOCKER", host, "the Docker daemon does not answer (docker info: %s)"
+                               % (docker.get("error") or "no answer")))
+        return
+    user = observed.get("user") or "root"
+    groups = docker.get("groups")
+    if user != "root" and groups is not None and "docker" not in groups:
+        problems.append(record("E_DOCKER_GROUP", host, "user %s is not in the docker group" % user))
+    runtimes = docker.get("runtimes") or []
+    if "nvidia" not in runtimes:
+        problems.append(record("E_NVIDIA_RUNTIME", host, "docker info lists no nvidia runtime (runtimes: %s)"
+                               % (", ".join(sorted(runtimes)) or "none")))
+
+
+def select(gpus, indices):
+    """The GPU dicts of ``indices`` in that order, and the indices the host lacks."""
+    by_index = dict((g.get("index"), g) for g in gpus)
+    return [by_index[i] for i in indices if i in by_index], [i for i in indices if i not in by_index]
+
+
+def _gpus(host, observed, expect, problems):
+    """GPU count, model and indices; returns the selected GPU dicts (empty when unreadable)."""
+    info = observed.get("gpu_info") or {}
+    if info.get("failed") or "gpus" not in info:
+        problems.append(record("E_GPU", host, "could not read the GPUs: %s" % (info.get("msg") or "gpu_info gave no answer")))
+        return []
+    gpus = info["gpus"]
+    want = expect.get("gpu_count", 2)
+    if len(gpus) < want:
+        problems.append(record("E_GPU", host, "found %d GPU(s) (%s), expected at least %d"
+                               % (len(gpus), _gpu_list(gpus), want), found=len(gpus)))
+    selected, missing = select(gpus, expect.get("gpu_indices", [0, 1]))
+    for index in missing:
+        problems.append(record("E_GPU", host, "GPU %d (tensorfold_gpus) is not on this host (it has %s)"
+                               % (index, _gpu_list(gpus)), gpu=index))
+    pattern = expect.get("model_pattern") or ""
+    for gpu in selected:
+        if not re.search(pattern, gpu.get("name") or ""):
+            problems.append(record("E_GPU", host, "GPU %d is %s, not a card matching '%s'"
+                                   % (gpu["index"], gpu.get("name"), pattern), gpu=gpu["index"]))
+    return selected
+
+
+def _driver(host, observed, expect, problems):
+    info = observed.get("gpu_info") or {}
+    if info.get("failed") or "gpus" not in info:
+        return
+    driver, cuda = info.get("driver_version"), info.get("cuda_version")
+    min_driver, min_cuda = str(expect.get("min_driver", "580")), str(expect.get("min_cuda", "13.0"))
+    too_old = not version_at_least(driver, min_driver) or (cuda is not None and not version_at_least(cuda, min_cuda))
+    if too_old:
+        problems.append(record("E_DRIVER", host, "driver %s (CUDA %s) is older than %s (CUDA %s)"
+                               % (driver, cuda or "unknown", min_driver, min_cuda)))
+
+
+def _gpu_memory(host, selected, expect, problems):
+    min_free, max_used = expect.get("min_free_mib", 88000), expect.get("max_used_mib", 4096)
+    for gpu in selected:
+        free = gpu.get("memory_free_mib")
+        if free is not None and free < min_free:
+            problems.append(record("E_GPU_MEMORY", host, "GPU %d (%s) has %d MiB free; the ranks need at least %d MiB"
+                                   % (gpu["index"], gpu.get("name"), free, min_free), gpu=gpu["index"]))
+    for gpu in selected:
+        reasons = []
+        used = gpu.get("memory_used_mib")
+        if used is not None and used > max_used:
+            reasons.append("uses %d MiB (more than %d MiB)" % (used, max_used))
+        apps = gpu.get("processes") or []
+        if apps:
+            reasons.append("runs %s" % ", ".join(
+                "%s (pid %s, %s MiB)" % (p.get("name"), p.get("pid"), p.get("used_memory_mib")) for p in apps))
+        if reasons:
+            problems.append(record("E_GPU_BUSY", host, "GPU %d %s" % (gpu["index"], " and ".join(reasons)),
+                                   gpu=gpu["index"]))
+
+
+def _power(host, selected, expect, problems):
+    cap = expect.get("power_cap_w")
+    if not cap:
+        return
+    for gpu in selected:
+        limit = gpu.get("power_limit_w")
+        if limit is not None and limit > cap:
+            problems.append(record("W_POWER", host, "GPU %d's power limit is %g W, above %g W"
+                                   % (gpu["index"], limit, cap), gpu=gpu["index"]))
+
+
+def _p2p(host, observed, selected, expect, problems):
+    peer = observed.get("peer")
+    if not expect.get("p2p", True) or len(selected) < 2 or not peer or peer.get("skipped"):
+        return
+    if peer.get("failed"):
+        problems.append(record("W_P2P", host, "could not read peer-to-peer support: %s" % peer.get("msg")))
+        return
+    texts = p2p_problems(peer.get("read") or {}, peer.get("write") or {})
+    if texts:
+        problems.append(record(
+            "W_P2P", host, "NVML reports no peer-to-peer between the cards (IOMMU/ACS, BIOS): %s" % "; ".join(texts)))
+
+
+def _resources(host, observed, expect, problems, own_ranks_running):
+    resources = observed.get("resources") or {}
+    for fs in resources.get("filesystems") or []:
+        if not fs.get("ok"):
+            what = ", ".join("%s at %s (%g GiB)" % (p["name"], p["path"], p["need_gib"]) for p in fs["paths"])
+            problems.append(record("E_DISK", host, "%s has %g GiB free; %s need %g GiB there"
+                                   % (fs["mount"], fs["free_gib"], what, fs["need_gib"]), path=fs["mount"]))
+    available = resources.get("memory_available_mib")
+    min_gib = expect.get("min_host_memory_gib", 16)
+    if available is not None and available < min_gib * 1024:
+        problems.append(record("W_MEMORY", host, "%.1f GiB of host memory is available, below %g GiB"
+                               % (available / 1024.0, min_gib)))
+    if own_ranks_running:
+        return  # the recipe's own container holds the ports
+    for port in resources.get("ports") or []:
+        if not port.get("free"):
+            problems.append(record("E_PORT", host, port.get("why") or "port %s is not free" % port.get("port"),
+                                   port=port.get("port")))
+
+
+def host_problems(host, observed, expect):
+    """Every problem of one host as records, in the recipe's order of checks.
+
+    ``observed``: system, architecture, user, tools, docker {ok, error, runtimes, groups,
+    own_container_running}, gpu_info (the module's result), peer (gpu_peer_check's result or
+    None), resources (host_resources' result). ``expect``: gpu_count, gpu_indices, model_pattern,
+    min_driver, min_cuda, min_free_mib, max_used_mib, power_cap_w, p2p, docker,
+    min_host_memory_gib.
+
+    When the recipe's own container already runs on the host, the GPU memory, busy and port checks
+    are left out: its ranks are what holds them.
+    """
+    problems = []
+    own_ranks_running = bool((observed.get("docker") or {}).get("own_container_running"))
+    _platform(host, observed, problems)
+    _tools(host, observed, problems)
+    _docker(host, observed, expect, problems)
+    selected = _gpus(host, observed, expect, problems)
+    _driver(host, observed, expect, problems)
+    if not own_ranks_running:
+        _gpu_memory(host, selected, expect, problems)
+    _power(host, selected, expect, problems)
+    _p2p(host, observed, selected, expect, problems)
+    _resources(host, observed, expect, problems, own_ranks_running)
+    return problems
+
+
+def status(problems):
+    """``fail`` when any problem is an error, ``warn`` when only warnings, else ``pass``."""
+    severities = set(p.get("severity") for p in problems)
+    if "error" in severities:
+        return "fail"
+    return "warn" if severities else "pass"
+
+
+def summary_line(host, result):
+    """One line of the fleet summary: ``host: pass`` / ``host: warn (W_P2P)`` / ``host: FAIL (E_GPU, W_P2P)``."""
+    if not result:
+        return "%s: FAIL (no result: the host was unreachable or failed before the checks)" % host
+    codes = []
+    for problem in result.get("problems") or []:
+        if problem["code"] not in codes:
+            codes.append(problem["code"])
+    word = {"pass": "pass", "warn": "warnings", "fail": "FAIL"}.get(result.get("status"), result.get("status"))
+    return "%s: %s%s" % (host, word, " (%s)" % ", ".join(codes) if codes else "")
+
+
+def fleet_summary(results):
+    """The fleet report from ``{host: gpu_host_checks_result or None}``, hosts in the given order.
+
+    Returns ``{lines, hosts: {host: {status, codes, problems}}, counts: {pass, warn, fail}}``.
+    """
+    lines, hosts, counts = [], {}, {"pass": 0, "warn": 0, "fail": 0}
+    if isinstance(results, dict):
+        results = list(results.items())
+    for host, result in results:
+        lines.append(summary_line(host, result))
+        state = (result or {}).get("status", "fail")
+        counts[state] = counts.get(state, 0) + 1
+        problems = (result or {}).get("problems") or []
+        hosts[host] = {
+            "status": state,
+            "codes": sorted(set(p["code"] for p in problems)) if result else ["NO_RESULT"],
+            "problems": [p["message"] for p in problems],
+        }
+    return {"lines": lines, "hosts": hosts, "counts": counts}

@@ -1,0 +1,120 @@
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+"""Host resources the checks need: disk per filesystem, available memory, free ports, tools.
+
+The arithmetic is pure (the filesystem calls are passed in) so the unit tests can give it any
+layout; ``port_free`` binds a real socket, which is the only honest test of a port.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import os
+import socket
+
+GIB = 1024 ** 3
+
+
+def nearest_existing(path, exists=os.path.exists):
+    """The path itself when it exists, else its nearest existing parent (where it would land)."""
+    path = os.path.abspath(path)
+    while not exists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return path
+
+
+def mount_point(path, device_of):
+    """The top of the filesystem ``path`` is on: climb while the parent has the same device."""
+    path = os.path.abspath(path)
+    device = device_of(path)
+    while True:
+        parent = os.path.dirname(path)
+        if parent == path or device_of(parent) != device:
+            return path
+        path = parent
+
+
+def disk_budget(requests, exists, device_of, free_bytes):
+    """Sum what each path needs on the filesystem it lands on, and compare with what is free.
+
+    ``requests`` is a list of ``{name, path, need_gib}``. Returns one dict per filesystem, in the
+    order first met: ``{device, mount, free_gib, need_gib, ok, paths: [{name, path, lands_on,
+    need_gib}]}``. Two paths on one filesystem share its free space, so their needs add up.
+    """
+    filesystems = []
+    by_device = {}
+    for request in requests:
+        lands_on = nearest_existing(request["path"], exists)
+        device = device_of(lands_on)
+        entry = by_device.get(device)
+        if entry is None:
+            entry = {
+                "device": device,
+                "mount": mount_point(lands_on, device_of),
+                "free_gib": round(free_bytes(lands_on) / float(GIB), 1),
+                "need_gib": 0,
+                "paths": [],
+            }
+            by_device[device] = entry
+            filesystems.append(entry)
+        entry["need_gib"] += request["need_gib"]
+        entry["paths"].append({"name": request["name"], "path": request["path"],
+                               "lands_on": lands_on, "need_gib": request["need_gib"]})
+    for entry in filesystems:
+        entry["ok"] = entry["free_gib"] >= entry["need_gib"]
+    return filesystems
+
+
+def statvfs_free_bytes(path):
+    """Bytes an unprivileged user may still write on the filesystem of ``path``."""
+    stat = os.statvfs(path)
+    return stat.f_bavail * stat.f_frsize
+
+
+def device_id(path):
+    return os.stat(path).st_dev
+
+
+def parse_meminfo(text):
+    """``MemAvailable`` from /proc/meminfo in MiB (None when the kernel does not report it)."""
+    for line in text.splitlines():
+        if line.startswith("MemAvailable:"):
+            fields = line.split()
+            return int(fields[1]) // 1024  # the kernel reports kB
+    return None
+
+
+def port_free(port, address="0.0.0.0"):
+    """``(free, why)``: try to bind ``address:port`` for TCP the way a server would.
+
+    SO_REUSEADDR is set as servers set it, so a port left in TIME_WAIT reads free while a port
+    another program listens on does not.
+    """
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((address, port))
+        sock.listen(1)
+        return True, ""
+    except (OSError, socket.error) as err:
+        if err.errno == errno.EADDRINUSE:
+            return False, "port %d is in use on %s" % (port, address)
+        if err.errno == errno.EACCES:
+            return False, "port %d cannot be bound on %s: permission denied" % (port, address)
+        if err.errno == errno.EADDRNOTAVAIL:
+            return False, "address %s is not on this host (port %d)" % (address, port)
+        return False, "port %d cannot be bound on %s: %s" % (port, address, err)
+    finally:
+        sock.close()
+
+
+def find_tools(names, which):
+    """``{name: path or None}`` for each tool, using ``which(name)``."""
+    return dict((name, which(name) or None) for name in names)

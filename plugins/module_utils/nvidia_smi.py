@@ -1,0 +1,330 @@
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+"""Pure parsers for what the collection asks nvidia-smi.
+
+Nothing here runs a program: the modules run nvidia-smi and hand its text to these functions, so
+the unit tests can feed them real recordings. Accepted shapes (all seen on real hosts):
+
+- ``--query-gpu=FIELDS --format=csv`` with a header whose numeric columns carry units
+  (``memory.total [MiB]``) and values with units (``143771 MiB``, ``700.00 W``), or
+  ``--format=csv,noheader,nounits`` with bare values. ``[N/A]`` and ``[Not Supported]`` read as None.
+- ``--query-compute-apps=FIELDS`` the same way; an idle GPU prints the header alone (or nothing).
+- ``topo -p2p r|w|n|a|p`` matrices: the header row wrapped in ANSI underline escapes, columns
+  split by tabs or runs of spaces, an optional ``P2P Connectivity Matrix`` title, a legend.
+- the CUDA version from ``nvidia-smi --version`` (``CUDA Version : 13.0``) or from the banner
+  (``CUDA Version: 13.0``; 610-series drivers print ``CUDA UMD Version:``).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+# What gpu_info asks, in this order (the module passes these to --query-gpu).
+GPU_QUERY_FIELDS = (
+    "index", "uuid", "name", "pci.bus_id", "memory.total", "memory.used", "memory.free",
+    "compute_cap", "power.limit", "driver_version",
+)
+# What gpu_info asks about compute processes (--query-compute-apps).
+APP_QUERY_FIELDS = ("gpu_uuid", "pid", "process_name", "used_memory")
+
+# Header names nvidia-smi prints for a field when they differ from the field's name.
+HEADER_ALIASES = {
+    "used_memory": ("used_gpu_memory",),
+}
+
+# Values that mean "no value" in nvidia-smi's CSV output.
+MISSING_VALUES = frozenset((
+    "", "n/a", "[n/a]", "not supported", "[not supported]", "[unknown error]",
+    "[insufficient permissions]", "[gpu is lost]", "[requires root]",
+))
+
+# P2P statuses nvidia-smi's legend defines (X is a GPU with itself).
+P2P_STATUSES = {
+    "X": "Self",
+    "OK": "Status Ok",
+    "CNS": "Chipset not supported",
+    "GNS": "GPU not supported",
+    "TNS": "Topology not supported",
+    "NS": "Not supported",
+    "U": "Unknown",
+    "DR": "Disabled by regkey",
+}
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_UNIT_IN_HEADER = re.compile(r"\s*\[[^\]]*\]\s*$")
+_VALUE_WITH_UNIT = re.compile(r"^([-+]?[0-9]+(?:\.[0-9]+)?)\s*(?:MiB|GiB|KiB|W|%|MHz|C)?$")
+_GPU_LABEL = re.compile(r"^GPU(\d+)$")
+_CUDA_VERSION = re.compile(r"CUDA(?:\s+UMD)?\s+Version\s*:\s*([0-9]+(?:\.[0-9]+)*)", re.IGNORECASE)
+_DRIVER_VERSION = re.compile(
+    r"(?:DRIVER\s+version|Driver\s+Version|KMD\s+Version)\s*:\s*([0-9]+(?:\.[0-9]+)*)", re.IGNORECASE)
+
+
+class NvidiaSmiParseError(ValueError):
+    """nvidia-smi printed something these parsers do not understand."""
+
+
+def strip_ansi(text):
+    """Remove terminal escapes (nvidia-smi underlines the topo header row)."""
+    return _ANSI.sub("", text)
+
+
+def is_missing(value):
+    """True for the placeholders nvidia-smi prints instead of a value."""
+    return value is None or value.strip().lower() in MISSING_VALUES
+
+
+def to_number(value):
+    """``"143771 MiB"`` -> 143771, ``"700.00 W"`` -> 700.0, ``"[N/A]"`` -> None.
+
+    Integers stay int; anything with a decimal point becomes float. Raises NvidiaSmiParseError
+    for text that is neither a number nor a known placeholder.
+    """
+    if is_missing(value):
+        return None
+    match = _VALUE_WITH_UNIT.match(value.strip())
+    if not match:
+        raise NvidiaSmiParseError("not a number: %r" % value)
+    number = match.group(1)
+    return float(number) if "." in number else int(number)
+
+
+def to_text(value):
+    """A text value, or None for nvidia-smi's placeholders."""
+    return None if is_missing(value) else value.strip()
+
+
+def _header_name(cell):
+    return _UNIT_IN_HEADER.sub("", cell).strip().lower()
+
+
+def _is_header(cells, fields):
+    if len(cells) != len(fields):
+        return False
+    for cell, field in zip(cells, fields):
+        name = _header_name(cell)
+        if name != field and name not in HEADER_ALIASES.get(field, ()):
+            return False
+    return True
+
+
+def parse_csv(text, fields, free_text_field=None):
+    """Rows of a ``--format=csv`` answer as dicts keyed by ``fields`` (values still text).
+
+    The header line, when present, must name ``fields`` in order (units in brackets and the
+    aliases nvidia-smi uses are allowed). ``free_text_field`` names a column that may itself hold
+    commas (a process name): extra cells are joined back into it.
+    """
+    rows = []
+    lines = [line for line in strip_ansi(text).splitlines() if line.strip()]
+    for number, line in enumerate(lines):
+        cells = [cell.strip() for cell in line.split(",")]
+        if number == 0 and _is_header(cells, fields):
+            continue
+        if len(cells) > len(fields) and free_text_field in fields:
+            at = fields.index(free_text_field)
+            extra = len(cells) - len(fields)
+            cells = cells[:at] + [", ".join(cells[at:at + extra + 1])] + cells[at + extra + 1:]
+        if len(cells) != len(fields):
+            raise NvidiaSmiParseError(
+                "expected %d comma-separated values, got %d in %r" % (len(fields), len(cells), line))
+        rows.append(dict(zip(fields, cells)))
+    return rows
+
+
+def parse_gpus(text, fields=GPU_QUERY_FIELDS):
+    """The ``--query-gpu`` answer (with or without header/units) as gpu_info's dicts.
+
+    Each dict has index, uuid, name, pci_bus_id, memory_total_mib, memory_used_mib,
+    memory_free_mib, compute_cap (text such as ``"12.0"``), power_limit_w and driver_version;
+    a value nvidia-smi does not report is None.
+    """
+    gpus = []
+    for row in parse_csv(text, fields):
+        index = to_number(row["index"])
+        if not isinstance(index, int):
+            raise NvidiaSmiParseError("GPU index is not a whole number: %r" % row["index"])
+        gpus.append({
+            "index": index,
+            "uuid": to_text(row.get("uuid")),
+            "name": to_text(row.get("name")),
+            "pci_bus_id": to_text(row.get("pci.bus_id")),
+            "memory_total_mib": to_number(row.get("memory.total")),
+            "memory_used_mib": to_number(row.get("memory.used")),
+            "memory_free_mib": to_number(row.get("memory.free")),
+            "compute_cap": to_text(row.get("compute_cap")),
+            "power_limit_w": to_number(row.get("power.limit")),
+            "driver_version": to_text(row.get("driver_version")),
+        })
+    return gpus
+
+
+def parse_compute_apps(text, fields=APP_QUERY_FIELDS):
+    """The ``--query-compute-apps`` answer as ``{gpu_uuid, pid, name, used_memory_mib}`` dicts.
+
+    An idle host prints the header alone (or nothing): that is an empty list.
+    """
+    apps = []
+    for row in parse_csv(text, fields, free_text_field="process_name"):
+        apps.append({
+            "gpu_uuid": to_text(row.get("gpu_uuid")),
+            "pid": to_number(row.get("pid")),
+            "name": to_text(row.get("process_name")),
+            "used_memory_mib": to_number(row.get("used_memory")),
+        })
+    return apps
+
+
+def attach_processes(gpus, apps):
+    """Each GPU dict gets ``processes``: the apps running on it (matched by UUID)."""
+    for gpu in gpus:
+        gpu["processes"] = [
+            {"pid": app["pid"], "name": app["name"], "used_memory_mib": app["used_memory_mib"]}
+            for app in apps if app["gpu_uuid"] == gpu["uuid"]
+        ]
+    return gpus
+
+
+def select_gpus(gpus, indices):
+    """The GPUs with the given indices, in the order asked; raises KeyError naming a missing one."""
+    if not indices:
+        return list(gpus)
+    by_index = dict((gpu["index"], gpu) for gpu in gpus)
+    missing = [index for index in indices if index not in by_index]
+    if missing:
+        raise KeyError(missing)
+    return [by_index[index] for index in indices]
+
+
+def parse_p2p_matrix(text):
+    """A ``topo -p2p`` matrix as ``{(row_gpu, column_gpu): status}`` for every pair of GPUs.
+
+    The diagonal (``X``) is left out. Statuses are returned as printed (``OK``, ``CNS``, ...).
+    Raises NvidiaSmiParseError when no matrix header is found or a row does not fit it.
+    """
+    return parse_p2p_table(text)[1]
+
+
+def parse_p2p_table(text):
+    """``(gpu_indices, matrix)``: the GPUs the matrix header lists, and parse_p2p_matrix's dict."""
+    columns = None
+    matrix = {}
+    for raw in strip_ansi(text).splitlines():
+        tokens = raw.split()
+        if not tokens:
+            if columns is not None and matrix:
+                break  # the blank line before the legend
+            continue
+        if tokens[0].rstrip(":").lower() == "legend":
+            break
+        if columns is None:
+            labels = [_GPU_LABEL.match(token) for token in tokens]
+            if all(labels):
+                columns = [int(label.group(1)) for label in labels]
+            continue  # a title line such as "P2P Connectivity Matrix", or the header
+        row_label = _GPU_LABEL.match(tokens[0])
+        if not row_label:
+            continue
+        statuses = tokens[1:]
+        if len(statuses) != len(columns):
+            raise NvidiaSmiParseError("matrix row %r has %d columns, the header %d"
+                                      % (raw.strip(), len(statuses), len(columns)))
+        row = int(row_label.group(1))
+        for column, status in zip(columns, statuses):
+            if column != row:
+                matrix[(row, column)] = status.upper()
+    if columns is None:
+        raise NvidiaSmiParseError("no GPU matrix header found in nvidia-smi topo output")
+    return columns, matrix
+
+
+def parse_legend(text):
+    """The matrix legend as ``{status: meaning}`` (``DR = Disabled by regkey`` on newer drivers)."""
+    legend = {}
+    seen = False
+    for line in strip_ansi(text).splitlines():
+        if line.strip().lower().startswith("legend"):
+            seen = True
+            continue
+        if seen and "=" in line:
+            key, meaning = line.split("=", 1)
+            legend[key.strip()] = meaning.strip()
+    return legend
+
+
+def pair_statuses(matrix, indices):
+    """``{"i-j": status}`` for every ordered pair of the selected GPUs, in rank order.
+
+    A pair the matrix does not list (a GPU nvidia-smi did not print) reads ``U`` (unknown).
+    """
+    pairs = {}
+    for i in indices:
+        for j in indices:
+            if i != j:
+                pairs["%d-%d" % (i, j)] = matrix.get((i, j), "U")
+    return pairs
+
+
+def p2p_problems(read, write, legend=None):
+    """The pairs whose read or write status is not OK, as short texts, one per ordered pair."""
+    meanings = dict(P2P_STATUSES)
+    meanings.update(legend or {})
+    texts = []
+    for pair in sorted(set(read) | set(write), key=lambda p: tuple(int(x) for x in p.split("-"))):
+        r, w = read.get(pair, "U"), write.get(pair, "U")
+        if r == "OK" and w == "OK":
+            continue
+        first, second = pair.split("-")
+        texts.append("GPU %s -> GPU %s: read %s (%s), write %s (%s)" % (
+            first, second, r, meanings.get(r, "unknown status"), w, meanings.get(w, "unknown status")))
+    return texts
+
+
+def p2p_warning(read, write, legend=None):
+    """The ``W_P2P`` text naming every pair without peer-to-peer, or None when all are OK."""
+    texts = p2p_problems(read, write, legend)
+    if not texts:
+        return None
+    return ("[W_P2P] NVML reports no peer-to-peer between the cards (IOMMU/ACS, BIOS): %s. "
+            "NCCL still works over host memory, but more slowly." % "; ".join(texts))
+
+
+def parse_cuda_version(text):
+    """The CUDA version from ``nvidia-smi --version`` or the banner, or None when absent."""
+    match = _CUDA_VERSION.search(text or "")
+    return match.group(1) if match else None
+
+
+def parse_driver_version(text):
+    """The driver version from ``nvidia-smi --version`` or the banner, or None when absent."""
+    match = _DRIVER_VERSION.search(text or "")
+    return match.group(1) if match else None
+
+
+def version_tuple(version):
+    """``"580.159.04"`` -> ``(580, 159, 4)``; None or junk -> ``()``."""
+    parts = []
+    for part in str(version or "").strip().split("."):
+        if not part.isdigit():
+            break
+        parts.append(int(part))
+    return tuple(parts)
+
+
+def version_at_least(version, minimum):
+    """True when ``version`` (a dotted string) is at least ``minimum``; unknown is False."""
+    have = version_tuple(version)
+    return bool(have) and have >= version_tuple(minimum)
+
+
+def command_failure(args, rc, out, err):
+    """A one-line account of a failed nvidia-smi call: the command, its exit status, its words."""
+    said = " ".join((err or "").split()) or " ".join((out or "").split()) or "no output"
+    hint = ""
+    if rc == 6:
+        hint = " (exit 6: no GPU matched the selection)"
+    elif rc == 9:
+        hint = " (exit 9: the NVIDIA driver is not loaded)"
+    return "%s failed with exit status %s%s: %s" % (" ".join(args), rc, hint, said)

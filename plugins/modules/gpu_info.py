@@ -1,0 +1,183 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: gpu_info
+short_description: Read the NVIDIA GPUs of a host, their memory and the processes on them
+version_added: 0.1.0
+description:
+  - Asks C(nvidia-smi) for every GPU's index, UUID, name, PCI bus id, memory (total, used, free),
+    compute capability and power limit, for the compute processes on each GPU, and for the driver
+    and CUDA versions.
+  - Only reads; it never changes the host, so check mode gives the same answer.
+  - Fails with a clear message when C(nvidia-smi) is missing, exits non-zero (for example exit
+    status 6, "No devices were found", or 9 when the driver is not loaded), or when a GPU index
+    in O(gpus) does not exist on the host.
+author:
+  - glm53.tensorfold contributors (@glm53)
+options:
+  nvidia_smi:
+    description:
+      - Path of the C(nvidia-smi) program.
+      - When not set, C(nvidia-smi) is looked up on E(PATH) (and in C(/usr/bin), C(/usr/local/bin)).
+    type: path
+  gpus:
+    description:
+      - GPU indices (nvidia-smi numbering) to return, in this order (rank order).
+      - When empty, every GPU of the host is returned in index order.
+    type: list
+    elements: int
+    default: []
+attributes:
+  check_mode:
+    description: Can run in check mode and return the same answer (it only reads).
+    support: full
+  diff_mode:
+    description: Returns no diff (nothing changes).
+    support: none
+notes:
+  - Versions are read from C(--query-gpu=driver_version) and C(nvidia-smi --version), not from the
+    banner, whose labels changed in the 610 driver series (C(KMD Version), C(CUDA UMD Version)).
+seealso:
+  - module: glm53.tensorfold.gpu_peer_check
+"""
+
+EXAMPLES = r"""
+- name: Read every GPU
+  glm53.tensorfold.gpu_info:
+  register: gpu
+
+- name: Read the two GPUs the ranks use, in rank order
+  glm53.tensorfold.gpu_info:
+    gpus: [0, 1]
+  register: gpu
+
+- name: Show the free memory of rank 0's GPU
+  ansible.builtin.debug:
+    msg: "{{ gpu.gpus[0].name }} has {{ gpu.gpus[0].memory_free_mib }} MiB free"
+"""
+
+RETURN = r"""
+gpus:
+  description:
+    - One dict per selected GPU, in the order asked (index order when O(gpus) is empty).
+    - A value nvidia-smi reports as C([N/A]) or C([Not Supported]) is null.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    index:
+      description: The GPU's index in nvidia-smi numbering.
+      type: int
+      sample: 0
+    uuid:
+      description: The GPU's UUID.
+      type: str
+      sample: GPU-3b1f0c52-9d4e-4a71-8c2e-5f6a7b8c9d01
+    name:
+      description: The product name.
+      type: str
+      sample: NVIDIA RTX PRO 6000 Blackwell Workstation Edition
+    pci_bus_id:
+      description: The PCI bus id.
+      type: str
+      sample: "00000000:01:00.0"
+    memory_total_mib:
+      description: Total memory in MiB.
+      type: int
+      sample: 97887
+    memory_used_mib:
+      description: Used memory in MiB.
+      type: int
+      sample: 2
+    memory_free_mib:
+      description: Free memory in MiB.
+      type: int
+      sample: 97250
+    compute_cap:
+      description: The compute capability.
+      type: str
+      sample: "12.0"
+    power_limit_w:
+      description: The enforced power limit in watts.
+      type: float
+      sample: 400.0
+    processes:
+      description: The compute processes on this GPU.
+      type: list
+      elements: dict
+      contains:
+        pid:
+          description: Process id.
+          type: int
+        name:
+          description: Process name as nvidia-smi prints it.
+          type: str
+        used_memory_mib:
+          description: GPU memory the process holds, in MiB (null when not reported).
+          type: int
+      sample: [{"pid": 473, "name": "python3", "used_memory_mib": 20998}]
+driver_version:
+  description: The NVIDIA driver version.
+  returned: success
+  type: str
+  sample: 580.159.04
+cuda_version:
+  description: The highest CUDA version the driver supports (null when nvidia-smi does not say).
+  returned: success
+  type: str
+  sample: "13.0"
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils import nvidia_smi as smi
+from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi_command import (
+    find_nvidia_smi,
+    run_nvidia_smi,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            nvidia_smi=dict(type="path"),
+            gpus=dict(type="list", elements="int", default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    binary = find_nvidia_smi(module)
+    try:
+        gpus = smi.parse_gpus(run_nvidia_smi(module, binary, [
+            "--query-gpu=" + ",".join(smi.GPU_QUERY_FIELDS), "--format=csv,noheader,nounits"]))
+        apps = smi.parse_compute_apps(run_nvidia_smi(module, binary, [
+            "--query-compute-apps=" + ",".join(smi.APP_QUERY_FIELDS), "--format=csv,noheader,nounits"]))
+    except smi.NvidiaSmiParseError as err:
+        module.fail_json(msg="could not read nvidia-smi's answer: %s" % err)
+    smi.attach_processes(gpus, apps)
+    driver = gpus[0]["driver_version"] if gpus else None
+    for gpu in gpus:
+        gpu.pop("driver_version", None)  # one driver per host: returned once, below
+    try:
+        selected = smi.select_gpus(gpus, module.params["gpus"])
+    except KeyError as err:
+        have = ", ".join("%d (%s)" % (g["index"], g["name"]) for g in gpus) or "none"
+        module.fail_json(msg="GPU index %s not found: this host has %d GPU(s): %s." % (
+            ", ".join(str(i) for i in err.args[0]), len(gpus), have), gpus=gpus)
+    version_text = run_nvidia_smi(module, binary, ["--version"])
+    cuda = smi.parse_cuda_version(version_text)
+    if cuda is None:  # older drivers: --version has no CUDA line; the banner has
+        cuda = smi.parse_cuda_version(run_nvidia_smi(module, binary, []))
+    driver = driver or smi.parse_driver_version(version_text)
+    module.exit_json(changed=False, gpus=selected, driver_version=driver, cuda_version=cuda)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: host_resources
+short_description: Read free disk per filesystem, available memory, free ports and tools of a host
+version_added: 0.1.0
+description:
+  - For each path in O(paths), finds the filesystem it would land on (the path itself or its
+    nearest existing parent) and adds up what the paths on one filesystem need, since they share
+    its free space.
+  - Tries to bind each port in O(ports) on O(address), as the server would; a port something
+    listens on reads as not free. The socket is closed at once.
+  - Reads C(MemAvailable) from C(/proc/meminfo), looks up each tool in O(tools) on E(PATH), and
+    says which system, architecture and user it ran as (cheaper than gathering facts).
+  - Only reads; nothing on the host changes, so check mode gives the same answer.
+author:
+  - glm53.tensorfold contributors (@glm53)
+options:
+  paths:
+    description: Paths that will hold data, with what each needs.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: What the path is for (used in messages).
+        type: str
+        required: true
+      path:
+        description: The path; it need not exist yet.
+        type: path
+        required: true
+      need_gib:
+        description: Free space the path needs, in GiB.
+        type: float
+        required: true
+  ports:
+    description: TCP ports that must be free.
+    type: list
+    elements: int
+    default: []
+  address:
+    description: The address to bind the ports on.
+    type: str
+    default: 0.0.0.0
+  tools:
+    description: Programs to look up on E(PATH).
+    type: list
+    elements: str
+    default: []
+attributes:
+  check_mode:
+    description: Can run in check mode and return the same answer (it only reads).
+    support: full
+  diff_mode:
+    description: Returns no diff (nothing changes).
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Check disk, memory, ports and tools for the recipe
+  glm53.tensorfold.host_resources:
+    paths:
+      - {name: checkpoint, path: /srv/glm53/model, need_gib: 180}
+      - {name: drafter, path: /srv/glm53/drafter, need_gib: 10}
+      - {name: image build, path: /var/lib/docker, need_gib: 40}
+    ports: [8020, 29583, 29584]
+    tools: [curl, flock, tar]
+  register: resources
+"""
+
+RETURN = r"""
+filesystems:
+  description: One entry per filesystem the paths land on, in the order first met.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    mount:
+      description: The top of the filesystem.
+      type: str
+      sample: /srv
+    free_gib:
+      description: Free space (for unprivileged writes), GiB, one decimal.
+      type: float
+      sample: 512.3
+    need_gib:
+      description: What the paths on this filesystem need together, GiB.
+      type: float
+      sample: 190
+    ok:
+      description: Whether free_gib covers need_gib.
+      type: bool
+    paths:
+      description: The paths on this filesystem, each with C(name), C(path), C(lands_on), C(need_gib).
+      type: list
+      elements: dict
+memory_available_mib:
+  description: MemAvailable in MiB (null when the kernel does not report it).
+  returned: always
+  type: int
+  sample: 61234
+ports:
+  description: One entry per port, with C(port), C(free) and C(why) (empty when free).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"port": 8020, "free": false, "why": "port 8020 is in use on 0.0.0.0"}]
+system:
+  description: The operating system's name, as Python's platform.system() gives it.
+  returned: always
+  type: str
+  sample: Linux
+architecture:
+  description: The machine's architecture, as platform.machine() gives it.
+  returned: always
+  type: str
+  sample: x86_64
+user:
+  description: The user the module ran as.
+  returned: always
+  type: str
+  sample: root
+tools:
+  description: Each tool and where it was found (null when missing).
+  returned: always
+  type: dict
+  sample: {"curl": "/usr/bin/curl", "hf": null}
+"""
+
+import getpass
+import os
+import platform
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils import host_resources as res
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            paths=dict(type="list", elements="dict", default=[], options=dict(
+                name=dict(type="str", required=True),
+                path=dict(type="path", required=True),
+                need_gib=dict(type="float", required=True),
+            )),
+            ports=dict(type="list", elements="int", default=[]),
+            address=dict(type="str", default="0.0.0.0"),
+            tools=dict(type="list", elements="str", default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    filesystems = res.disk_budget(p["paths"], os.path.exists, res.device_id, res.statvfs_free_bytes)
+    try:
+        with open("/proc/meminfo") as handle:
+            memory = res.parse_meminfo(handle.read())
+    except (IOError, OSError):
+        memory = None
+    ports = []
+    for port in p["ports"]:
+        free, why = res.port_free(port, p["address"])
+        ports.append({"port": port, "free": free, "why": why})
+    tools = res.find_tools(p["tools"], lambda name: module.get_bin_path(name, required=False))
+    module.exit_json(changed=False, filesystems=filesystems, memory_available_mib=memory,
+                     ports=ports, tools=tools, system=platform.system(),
+                     architecture=platform.machine(), user=getpass.getuser())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+# -*- coding: utf-8 -*-
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils.host_checks import (
+    fleet_summary,
+    host_problems,
+    status,
+)
+
+RTX = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"
+
+
+def gpu(index, name=RTX, used=2, free=97250, power=400.0, processes=None):
+    return {"index": index, "uuid": "GPU-%d" % index, "name": name, "pci_bus_id": "0:%d" % index,
+            "memory_total_mib": 97887, "memory_used_mib": used, "memory_free_mib": free,
+            "compute_cap": "12.0", "power_limit_w": power, "processes": processes or []}
+
+
+HEALTHY = {
+    "system": "Linux", "architecture": "x86_64", "user": "root",
+    "tools": {"curl": "/usr/bin/curl", "flock": "/usr/bin/flock"},
+    "docker": {"ok": True, "error": "", "runtimes": ["runc", "nvidia"], "groups": None, "own_container_running": False},
+    "gpu_info": {"gpus": [gpu(0), gpu(1)], "driver_version": "580.95.05", "cuda_version": "13.0"},
+    "peer": {"read": {"0-1": "OK", "1-0": "OK"}, "write": {"0-1": "OK", "1-0": "OK"}, "peer_ok": True},
+    "resources": {
+        "filesystems": [{"mount": "/", "free_gib": 500.0, "need_gib": 230, "ok": True,
+                         "paths": [{"name": "checkpoint", "path": "/srv/glm53/model", "need_gib": 180}]}],
+        "memory_available_mib": 64000,
+        "ports": [{"port": 8020, "free": True, "why": ""}],
+    },
+}
+EXPECT = {"gpu_count": 2, "gpu_indices": [0, 1], "model_pattern": "RTX PRO 6000 Blackwell", "min_driver": "580",
+          "min_cuda": "13.0", "min_free_mib": 88000, "max_used_mib": 4096, "power_cap_w": 400, "p2p": True,
+          "docker": True, "min_host_memory_gib": 16}
+
+
+def observed(**changes):
+    result = copy.deepcopy(HEALTHY)
+    result.update(changes)
+    return result
+
+
+def codes(problems):
+    return [p["code"] for p in problems]
+
+
+def test_a_healthy_box_passes():
+    problems = host_problems("gpu1", HEALTHY, EXPECT)
+    assert problems == []
+    assert status(problems) == "pass"
+
+
+def test_busy_gpu_is_reported_with_its_process_and_memory():
+    busy = gpu(0, used=20482, free=77405, processes=[{"pid": 4242, "name": "python3", "used_memory_mib": 20480}])
+    problems = host_problems("gpu2", observed(gpu_info={"gpus": [busy, gpu(1)], "driver_version": "580.95.05",
+                                                        "cuda_version": "13.0"}), EXPECT)
+    assert codes(problems) == ["E_GPU_MEMORY", "E_GPU_BUSY"]
+    assert "GPU 0 uses 20482 MiB (more than 4096 MiB) and runs python3 (pid 4242, 20480 MiB)" in problems[1]["message"]
+    assert problems[1]["gpu"] == 0
+
+
+def test_missing_p2p_warns_and_does_not_fail():
+    peer = {"read": {"0-1": "CNS", "1-0": "CNS"}, "write": {"0-1": "CNS", "1-0": "CNS"}, "peer_ok": False}
+    problems = host_problems("gpu3", observed(peer=peer), EXPECT)
+    assert codes(problems) == ["W_P2P"]
+    assert status(problems) == "warn"
+    assert "GPU 0 -> GPU 1: read CNS" in problems[0]["message"]
+
+
+def test_one_h200_fails_with_its_name_and_count():
+    info = {"gpus": [gpu(0, name="NVIDIA H200", free=143156, power=700.0)], "driver_version": "580.159.04",
+            "cuda_version": "13.0"}
+    problems = host_problems("h200", observed(gpu_info=info, peer={"skipped": True}), EXPECT)
+    assert codes(problems) == ["E_GPU", "E_GPU", "E_GPU", "W_POWER"]
+    assert "found 1 GPU(s) (GPU 0: NVIDIA H200), expected at least 2" in problems[0]["message"]
+    assert "GPU 1 (tensorfold_gpus) is not on this host" in problems[1]["message"]
+    assert "GPU 0 is NVIDIA H200, not a card matching 'RTX PRO 6000 Blackwell'" in problems[2]["message"]
+
+
+def test_h200_passes_with_expectations_for_that_card_and_no_docker():
+    info = {"gpus": [gpu(0, name="NVIDIA H200", free=143156, power=700.0)], "driver_version": "580.159.04",
+            "cuda_version": "13.0"}
+    expect = dict(EXPECT, gpu_count=1, gpu_indices=[0], model_pattern="H200", power_cap_w=700, docker=False)
+    docker = {"ok": False, "error": "No such file or directory", "runtimes": []}
+    assert host_problems("h200", observed(gpu_info=info, peer=None, docker=docker), expect) == []
+
+
+def test_every_problem_is_gathered_in_the_recipes_order():
+    bad = observed(
+        system="Linux", architecture="aarch64", user="ops",
+        tools={"curl": None, "flock": "/usr/bin/flock"},
+        docker={"ok": True, "runtimes": ["runc"], "groups": ["ops", "sudo"], "own_container_running": False},
+        gpu_info={"gpus": [gpu(0, power=600.0), gpu(1)], "driver_version": "575.64.05", "cuda_version": "12.9"},
+        resources={"filesystems": [{"mount": "/srv", "free_gib": 100.0, "need_gib": 190, "ok": False,
+                                    "paths": [{"name": "checkpoint", "path": "/srv/glm53/model", "need_gib": 180},
+                                              {"name": "drafter", "path": "/srv/glm53/drafter", "need_gib": 10}]}],
+                   "memory_available_mib": 8192,
+                   "ports": [{"port": 8020, "free": False, "why": "port 8020 is in use on 0.0.0.0"}]},
+    )
+    problems = host_problems("gpu9", bad, EXPECT)
+    assert codes(problems) == ["E_PLATFORM", "E_DEPENDENCY", "E_DOCKER_GROUP", "E_NVIDIA_RUNTIME", "E_DRIVER",
+                               "W_POWER", "E_DISK", "W_MEMORY", "E_PORT"]
+    assert problems[6]["message"].startswith("[E_DISK] gpu9: /srv has 100 GiB free; checkpoint at /srv/glm53/model")
+    assert "need 190 GiB there" in problems[6]["message"]
+    assert problems[8]["port"] == 8020
+
+
+def test_docker_down_is_one_problem_and_the_switch_skips_it():
+    down = observed(docker={"ok": False, "error": "Cannot connect to the Docker daemon", "runtimes": []})
+    assert codes(host_problems("h", down, EXPECT)) == ["E_DOCKER"]
+    assert host_problems("h", down, dict(EXPECT, docker=False)) == []
+
+
+def test_nvidia_smi_failure_is_a_gpu_problem_with_its_words():
+    failed = observed(gpu_info={"failed": True, "msg": "nvidia-smi is not on PATH"}, peer={"skipped": True})
+    problems = host_problems("h", failed, EXPECT)
+    assert codes(problems) == ["E_GPU"]
+    assert "could not read the GPUs: nvidia-smi is not on PATH" in problems[0]["message"]
+
+
+def test_the_recipes_own_running_ranks_do_not_make_the_host_busy():
+    busy = gpu(0, used=90000, free=7000, processes=[{"pid": 1, "name": "tensorfold", "used_memory_mib": 90000}])
+    running = observed(docker=dict(HEALTHY["docker"], own_container_running=True),
+                       gpu_info={"gpus": [busy, gpu(1)], "driver_version": "580.95.05", "cuda_version": "13.0"},
+                       resources=dict(HEALTHY["resources"], ports=[{"port": 8020, "free": False, "why": "in use"}]))
+    assert host_problems("h", running, EXPECT) == []
+
+
+def test_fleet_summary_has_a_line_per_host_and_counts():
+    results = [("a", {"status": "pass", "problems": []}),
+               ("b", {"status": "warn", "problems": [{"code": "W_P2P", "message": "[W_P2P] b: x"}]}),
+               ("c", {"status": "fail", "problems": [{"code": "E_GPU", "message": "m1"}, {"code": "E_GPU", "message": "m2"},
+                                                     {"code": "W_P2P", "message": "m3"}]}),
+               ("d", None)]
+    summary = fleet_summary(results)
+    assert summary["lines"] == ["a: pass", "b: warnings (W_P2P)", "c: FAIL (E_GPU, W_P2P)",
+                                "d: FAIL (no result: the host was unreachable or failed before the checks)"]
+    assert summary["counts"] == {"pass": 1, "warn": 1, "fail": 2}
+    assert summary["hosts"]["c"]["codes"] == ["E_GPU", "W_P2P"]
+    assert fleet_summary(dict(results))["lines"] == summary["lines"]
+
+
+def test_docker_not_installed_is_said_so_once():
+    missing = observed(tools={"curl": "/usr/bin/curl", "docker": None},
+                       docker={"ok": False, "error": "Error executing command.", "runtimes": []})
+    problems = host_problems("h", missing, EXPECT)
+    assert codes(problems) == ["E_DOCKER"]
+    assert "docker is not installed (not on PATH)" in problems[0]["message"]
