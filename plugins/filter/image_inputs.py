@@ -7,8 +7,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import record
+from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem, record
 from ansible_collections.glm53.tensorfold.plugins.module_utils.image_inputs import (
+    build_failure,
     image_tag,
     series_hash,
     series_problems,
@@ -25,6 +26,11 @@ def _patch_series_hash(entries):
     return series_hash(entries)
 
 
+def _image_build_problem(log, host, engine_commit=""):
+    failure = build_failure(log, engine_commit)
+    return problem(failure["code"], host, failure["what"])
+
+
 def _image_tag(dockerfile_text, entries, pins):
     return image_tag(dockerfile_text, entries, pins)
 
@@ -37,4 +43,5 @@ class FilterModule(object):
             "patch_series_problems": _patch_series_problems,
             "patch_series_hash": _patch_series_hash,
             "image_tag": _image_tag,
+            "image_build_problem": _image_build_problem,
         }

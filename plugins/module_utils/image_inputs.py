@@ -100,3 +100,33 @@ def file_entry(name, data, source, path=None):
     if path is not None:
         entry["path"] = path
     return entry
+
+
+# A coded line the Dockerfile's own RUN steps print, as BuildKit's plain progress shows it:
+# "#12 0.256 [E_PATCHES] ..." in the step log, "0.256 [E_PATCHES] ..." in the error summary.
+# Step headers ("#12 [builder 8/10] RUN ... echo "[E_PATCHES] ...") echo the command text and
+# must not count, even though they contain the same words.
+_BUILD_OUTPUT_CODE_RE = re.compile(r"^(?:#\d+ )?\d+(?:\.\d+)? \[(E_[A-Z_]+)\] (.*?)\s*$", re.MULTILINE)
+_PATCH_RE = re.compile(r"^patch (\S+) does not apply")
+
+
+def build_failure(log, engine_commit=""):
+    """What a failed image build reports: ``{"code", "what", "patch"}`` from BuildKit's output.
+
+    The first coded line a RUN step printed wins (E_PATCHES names the patch that does not apply,
+    E_IMAGE what went wrong); without one, the build's last ``ERROR`` line is reported as E_IMAGE.
+    """
+    for match in _BUILD_OUTPUT_CODE_RE.finditer(log or ""):
+        code, text = match.group(1), match.group(2)
+        patch = _PATCH_RE.match(text)
+        if code == "E_PATCHES" and patch:
+            return {
+                "code": code,
+                "patch": patch.group(1),
+                "what": "patch %s does not apply cleanly on TensorFold %s after the patches before it"
+                % (patch.group(1), engine_commit[:12] or "the pinned commit"),
+            }
+        return {"code": code, "patch": "", "what": text}
+    errors = [line.strip() for line in (log or "").splitlines() if "ERROR" in line]
+    last = errors[-1] if errors else "no output"
+    return {"code": "E_IMAGE", "patch": "", "what": "the image build failed: %s" % last[:600]}

@@ -6,6 +6,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.image_inputs import (
+    build_failure,
     file_entry,
     image_tag,
     order_source,
@@ -132,3 +133,43 @@ def test_series_hash_follows_names_and_bytes_in_order():
     assert series_hash(series) == series_hash(list(series))
     assert series_hash(series) != series_hash(list(reversed(series)))
     assert len(series_hash(series)) == 64
+
+
+FIXTURES = os.path.join(HERE, "fixtures", "buildx")
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as handle:
+        return handle.read()
+
+
+def test_a_conflicting_patch_is_named_from_real_buildx_output():
+    """Recorded: docker buildx 0.13.1 on Docker 20.10, the scenario's series plus a conflicting patch."""
+    log = fixture("conflicting-patch.txt")
+    # The step header echoes the Dockerfile text ("[E_PATCHES] patch ${patch}" expanded or not);
+    # only the step's own output may decide.
+    assert "[E_PATCHES] patch ${patch}" in log
+    failure = build_failure(log, "94264f315cef21670e528eb864de869e90f2a395")
+    assert failure["code"] == "E_PATCHES"
+    assert failure["patch"] == "0101-conflicting-change.patch"
+    assert failure["what"] == ("patch 0101-conflicting-change.patch does not apply cleanly on TensorFold "
+                               "94264f315cef after the patches before it")
+
+
+def test_a_zig_checksum_mismatch_is_an_e_image_from_the_failing_step():
+    """Recorded: the same build with a wrong ZIG_SHA256; cached steps' headers also mention E_IMAGE."""
+    failure = build_failure(fixture("zig-checksum-mismatch.txt"))
+    assert failure["code"] == "E_IMAGE"
+    assert failure["what"].startswith("http://127.0.0.1:8787/zig-x86_64-linux-0.17.0.tar.xz does not match the pinned sha256 0000")
+
+
+def test_cached_step_headers_alone_are_not_taken_for_the_cause():
+    log = fixture("conflicting-patch.txt")
+    headers_only = "\n".join(line for line in log.splitlines() if not line.startswith(("#12 0.", "0.")))
+    failure = build_failure(headers_only)
+    assert failure["code"] == "E_IMAGE"
+    assert failure["what"].startswith("the image build failed: ERROR: failed to solve")
+
+
+def test_a_build_with_no_output_still_reports_e_image():
+    assert build_failure("")["code"] == "E_IMAGE"
