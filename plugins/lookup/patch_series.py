@@ -8,7 +8,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 name: patch_series
-author: glm53.tensorfold contributors
+author: glm53.tensorfold contributors (@glm53)
 version_added: 0.1.0
 short_description: Read the engine patch series from folders on the controller, in application order
 description:
