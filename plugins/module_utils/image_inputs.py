@@ -1,0 +1,132 @@
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+"""The engine image's inputs: the patch series checks and the content-hash tag.
+
+Pure functions, no Ansible imports, so the unit tests drive them directly.
+
+A patch series is a list of entries ``{"name": "0001-x.patch", "sha256": "...", "source": "recipe"}``
+in the order the patches are applied: the recipe's series first, then the site patches.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import json
+import re
+
+PATCH_NAME_RE = re.compile(r"^([0-9]{4})-.+\.patch$")
+
+# How long the tag is: 16 hex digits (64 bits) of the sha256.
+TAG_LENGTH = 16
+
+
+def patch_number(name):
+    """The patch's four-digit number as an int, or None when the name does not follow NNNN-name.patch."""
+    match = PATCH_NAME_RE.match(name)
+    return int(match.group(1)) if match else None
+
+
+def order_source(names):
+    """One source's patch names in application order: by number (then by name, for a stable order)."""
+    return sorted(names, key=lambda n: (patch_number(n) if patch_number(n) is not None else -1, n))
+
+
+def series_problems(entries, expected_count=None):
+    """Every problem with a series, as (what is wrong) strings; an empty list means it may be built.
+
+    Checks: names match ``^[0-9]{4}-.+\\.patch$``; no number appears twice; the recipe's series has
+    ``expected_count`` patches when one is given; the whole series is in ascending number order
+    (site patches come after the recipe's, so they must be numbered above its last patch).
+    """
+    problems = []
+    seen = {}
+    previous = None
+    recipe_count = 0
+    for entry in entries:
+        name = entry["name"]
+        source = entry.get("source", "recipe")
+        if source == "recipe":
+            recipe_count += 1
+        number = patch_number(name)
+        if number is None:
+            problems.append("patch %s (%s) is not named NNNN-name.patch" % (name, source))
+            continue
+        if number in seen:
+            problems.append("patch %s (%s) has the same number as %s" % (name, source, seen[number]))
+        else:
+            seen[number] = name
+        if previous is not None and number < previous[0]:
+            problems.append("patch %s (%s) is numbered below %s, which is applied before it" % (name, source, previous[1]))
+        previous = (number, name)
+    if expected_count is not None and recipe_count != int(expected_count):
+        problems.append("the recipe's patch series has %d patches, %d expected" % (recipe_count, int(expected_count)))
+    return problems
+
+
+def series_hash(entries):
+    """sha256 over the series: each patch's name and the sha256 of its bytes, in order."""
+    digest = hashlib.sha256()
+    for entry in entries:
+        digest.update(("%s %s\n" % (entry["name"], entry["sha256"])).encode("utf-8"))
+    return digest.hexdigest()
+
+
+def image_tag(dockerfile_text, entries, pins, length=TAG_LENGTH):
+    """The image's content-hash tag.
+
+    A short sha256 over exactly three things: the rendered Dockerfile text, every patch's bytes
+    in order (through each patch's name and sha256), and the pins (engine commit, Zig version and
+    checksum, base images, build arguments) as a dict. Nothing else goes in, so editing docs,
+    inventories or other roles never changes it.
+    """
+    canonical = json.dumps(
+        {
+            "dockerfile": dockerfile_text,
+            "patches": [[entry["name"], entry["sha256"]] for entry in entries],
+            "pins": pins,
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:length]
+
+
+def file_entry(name, data, source, path=None):
+    """A series entry for one patch file's bytes."""
+    entry = {"name": name, "sha256": hashlib.sha256(data).hexdigest(), "source": source}
+    if path is not None:
+        entry["path"] = path
+    return entry
+
+
+# A coded line the Dockerfile's own RUN steps print, as BuildKit's plain progress shows it:
+# "#12 0.256 [E_PATCHES] ..." in the step log, "0.256 [E_PATCHES] ..." in the error summary.
+# Step headers ("#12 [builder 8/10] RUN ... echo "[E_PATCHES] ...") echo the command text and
+# must not count, even though they contain the same words.
+_BUILD_OUTPUT_CODE_RE = re.compile(r"^(?:#\d+ )?\d+(?:\.\d+)? \[(E_[A-Z_]+)\] (.*?)\s*$", re.MULTILINE)
+_PATCH_RE = re.compile(r"^patch (\S+) does not apply")
+
+
+def build_failure(log, engine_commit=""):
+    """What a failed image build reports: ``{"code", "what", "patch"}`` from BuildKit's output.
+
+    The first coded line a RUN step printed wins (E_PATCHES names the patch that does not apply,
+    E_IMAGE what went wrong); without one, the build's last ``ERROR`` line is reported as E_IMAGE.
+    """
+    for match in _BUILD_OUTPUT_CODE_RE.finditer(log or ""):
+        code, text = match.group(1), match.group(2)
+        patch = _PATCH_RE.match(text)
+        if code == "E_PATCHES" and patch:
+            return {
+                "code": code,
+                "patch": patch.group(1),
+                "what": "patch %s does not apply cleanly on TensorFold %s after the patches before it"
+                % (patch.group(1), engine_commit[:12] or "the pinned commit"),
+            }
+        return {"code": code, "patch": "", "what": text}
+    errors = [line.strip() for line in (log or "").splitlines() if "ERROR" in line]
+    last = errors[-1] if errors else "no output"
+    return {"code": "E_IMAGE", "patch": "", "what": "the image build failed: %s" % last[:600]}

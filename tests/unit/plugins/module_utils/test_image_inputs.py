@@ -1,0 +1,175 @@
+# -*- coding: utf-8 -*-
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils.image_inputs import (
+    build_failure,
+    file_entry,
+    image_tag,
+    order_source,
+    patch_number,
+    series_hash,
+    series_problems,
+)
+
+HERE = os.path.dirname(__file__)
+ROOT = os.path.join(HERE, "..", "..", "..", "..")
+TEMPLATE = os.path.join(ROOT, "templates", "Dockerfile.j2")
+STANDIN_PATCHES = os.path.join(ROOT, "tests", "standins", "tensorfold_source", "patches")
+
+PINS = {
+    "TENSORFOLD_COMMIT": "a" * 40,
+    "ZIG_VERSION": "0.17.0",
+    "ZIG_SHA256": "1cbe9df9f27e6b78d14ccbca43b6703a404ef79ef1c463de901d7f088d4e2026",
+    "BUILDER_IMAGE": "nvidia/cuda:13.0.1-devel-ubuntu24.04@sha256:" + "7" * 64,
+}
+
+
+def entries(*names, **kwargs):
+    source = kwargs.get("source", "recipe")
+    return [file_entry(n, n.encode("utf-8"), source) for n in names]
+
+
+def read_series():
+    names = order_source(os.listdir(STANDIN_PATCHES))
+    result = []
+    for name in names:
+        with open(os.path.join(STANDIN_PATCHES, name), "rb") as handle:
+            result.append(file_entry(name, handle.read(), "recipe"))
+    return result
+
+
+def dockerfile():
+    with open(TEMPLATE) as handle:
+        return handle.read()
+
+
+def test_patch_numbers_follow_the_naming_rule():
+    assert patch_number("0001-glm-exl3-prompt-experts.patch") == 1
+    assert patch_number("0093-x.patch") == 93
+    assert patch_number("93-x.patch") is None
+    assert patch_number("0001-x.diff") is None
+    assert patch_number("0001-.patch") is None
+
+
+def test_a_source_is_ordered_by_number_not_by_listing():
+    assert order_source(["0010-b.patch", "0002-a.patch", "0001-c.patch"]) == [
+        "0001-c.patch", "0002-a.patch", "0010-b.patch"]
+
+
+def test_a_clean_series_has_no_problems():
+    series = entries("0001-a.patch", "0002-b.patch", "0003-c.patch") + entries("0100-site.patch", source="site")
+    assert series_problems(series, expected_count=3) == []
+
+
+def test_a_misnamed_patch_is_named():
+    problems = series_problems(entries("0001-a.patch", "fix.diff"))
+    assert len(problems) == 1 and "fix.diff" in problems[0] and "NNNN-name.patch" in problems[0]
+
+
+def test_a_duplicate_number_names_both_patches():
+    problems = series_problems(entries("0001-a.patch", "0002-b.patch") + entries("0002-site.patch", source="site"))
+    assert any("0002-site.patch" in p and "0002-b.patch" in p for p in problems)
+
+
+def test_the_recipe_count_is_enforced_only_on_the_recipe_series():
+    series = entries("0001-a.patch", "0002-b.patch") + entries("0100-site.patch", source="site")
+    assert series_problems(series, expected_count=2) == []
+    problems = series_problems(series, expected_count=93)
+    assert problems == ["the recipe's patch series has 2 patches, 93 expected"]
+
+
+def test_a_site_patch_numbered_inside_the_series_is_out_of_order():
+    series = entries("0001-a.patch", "0093-z.patch") + entries("0050-site.patch", source="site")
+    problems = series_problems(series)
+    assert len(problems) == 1 and "0050-site.patch" in problems[0] and "0093-z.patch" in problems[0]
+
+
+def test_tag_is_short_hex_and_stable():
+    tag = image_tag(dockerfile(), read_series(), PINS)
+    assert len(tag) == 16 and int(tag, 16) >= 0
+    assert image_tag(dockerfile(), read_series(), dict(PINS)) == tag
+
+
+def test_editing_docs_readme_or_inventories_never_changes_the_tag(tmp_path):
+    """The tag's inputs are the Dockerfile text, the patches and the pins; nothing else is read."""
+    before = image_tag(dockerfile(), read_series(), PINS)
+    # A README beside the patches, docs and inventories are not inputs: the lookup skips README*,
+    # and the tag function takes no paths at all.
+    series_with_readme_dir = read_series()
+    assert image_tag(dockerfile(), series_with_readme_dir, PINS) == before
+
+
+def test_editing_a_patch_changes_the_tag():
+    series = read_series()
+    before = image_tag(dockerfile(), series, PINS)
+    edited = list(series)
+    edited[1] = file_entry(edited[1]["name"], b"edited bytes", "recipe")
+    assert image_tag(dockerfile(), edited, PINS) != before
+
+
+def test_reordering_renaming_or_dropping_a_patch_changes_the_tag():
+    series = read_series()
+    before = image_tag(dockerfile(), series, PINS)
+    assert image_tag(dockerfile(), list(reversed(series)), PINS) != before
+    assert image_tag(dockerfile(), series[:-1], PINS) != before
+    renamed = [dict(series[0], name="0001-renamed.patch")] + series[1:]
+    assert image_tag(dockerfile(), renamed, PINS) != before
+
+
+def test_every_pin_and_the_dockerfile_change_the_tag():
+    series = read_series()
+    before = image_tag(dockerfile(), series, PINS)
+    for key in PINS:
+        assert image_tag(dockerfile(), series, dict(PINS, **{key: PINS[key] + "x"})) != before, key
+    assert image_tag(dockerfile() + "\n# edited", series, PINS) != before
+
+
+def test_series_hash_follows_names_and_bytes_in_order():
+    series = read_series()
+    assert series_hash(series) == series_hash(list(series))
+    assert series_hash(series) != series_hash(list(reversed(series)))
+    assert len(series_hash(series)) == 64
+
+
+FIXTURES = os.path.join(HERE, "fixtures", "buildx")
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as handle:
+        return handle.read()
+
+
+def test_a_conflicting_patch_is_named_from_real_buildx_output():
+    """Recorded: docker buildx 0.13.1 on Docker 20.10, the scenario's series plus a conflicting patch."""
+    log = fixture("conflicting-patch.txt")
+    # The step header echoes the Dockerfile text ("[E_PATCHES] patch ${patch}" expanded or not);
+    # only the step's own output may decide.
+    assert "[E_PATCHES] patch ${patch}" in log
+    failure = build_failure(log, "94264f315cef21670e528eb864de869e90f2a395")
+    assert failure["code"] == "E_PATCHES"
+    assert failure["patch"] == "0101-conflicting-change.patch"
+    assert failure["what"] == ("patch 0101-conflicting-change.patch does not apply cleanly on TensorFold "
+                               "94264f315cef after the patches before it")
+
+
+def test_a_zig_checksum_mismatch_is_an_e_image_from_the_failing_step():
+    """Recorded: the same build with a wrong ZIG_SHA256; cached steps' headers also mention E_IMAGE."""
+    failure = build_failure(fixture("zig-checksum-mismatch.txt"))
+    assert failure["code"] == "E_IMAGE"
+    assert failure["what"].startswith("http://127.0.0.1:8787/zig-x86_64-linux-0.17.0.tar.xz does not match the pinned sha256 0000")
+
+
+def test_cached_step_headers_alone_are_not_taken_for_the_cause():
+    log = fixture("conflicting-patch.txt")
+    headers_only = "\n".join(line for line in log.splitlines() if not line.startswith(("#12 0.", "0.")))
+    failure = build_failure(headers_only)
+    assert failure["code"] == "E_IMAGE"
+    assert failure["what"].startswith("the image build failed: ERROR: failed to solve")
+
+
+def test_a_build_with_no_output_still_reports_e_image():
+    assert build_failure("")["code"] == "E_IMAGE"
