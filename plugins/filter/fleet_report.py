@@ -7,6 +7,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.fleet_report import (
@@ -31,6 +33,16 @@ def _fleet_report_markdown(report):
     return render_markdown(report)
 
 
+def _from_cwd(path):
+    """A relative path taken from the directory ansible-playbook was started in.
+
+    Lookups such as pipe run in the playbook's folder, which for an installed collection is
+    inside the collection; the controller's own working directory is the operator's.
+    """
+    path = os.path.expanduser(str(path))
+    return os.path.normpath(path if os.path.isabs(path) else os.path.join(os.getcwd(), path))
+
+
 class FilterModule(object):
     """Fleet report."""
 
@@ -38,4 +50,5 @@ class FilterModule(object):
         return {
             "fleet_report": _fleet_report,
             "fleet_report_markdown": _fleet_report_markdown,
+            "from_cwd": _from_cwd,
         }

@@ -10,6 +10,8 @@ Reads only the public facts the roles hand each other (docs/development.md), as 
     set by site.yml's rescue around each role when a host fails: ``{stage, task, message}``.
 ``fleet_report_reached_end``
     set on every host still in the run when the last host play ends.
+``fleet_report_stopped``
+    set on hosts the run stopped taking because too many hosts failed (max fail percentage).
 
 A host with neither failed nowhere we saw and never reached the end: it was unreachable (Ansible
 drops unreachable hosts from later plays without a rescue). Pure functions: no Ansible imports.
@@ -34,6 +36,7 @@ FACTS = (
     "tensorfold_settings_problems",
     "fleet_report_failure",
     "fleet_report_reached_end",
+    "fleet_report_stopped",
 )
 
 STATUSES = ("live", "failed", "unreachable", "stopped", "planned", "skipped")
@@ -51,6 +54,7 @@ TODO_UNREACHABLE = ("Ansible could not reach the host: check SSH access (ansible
                     "and run again with --limit HOST.")
 TODO_SKIPPED = "Not smoke-tested in this run (tags or limits left it out): run site.yml without --tags to bring it up."
 TODO_STOPPED = "Stopped on purpose: run site.yml (or --tags start) to serve again."
+TODO_STOPPED_RUN = "Fix the failed hosts (see their lines), then run again."
 TODO_UNCODED = "Read the failed task's error in the run's output, fix it and run again with --limit HOST."
 
 
@@ -147,6 +151,8 @@ def host_line(host, facts):
         status = "failed"
     elif smoke.get("status") == "live":
         status = "live"
+    elif facts.get("fleet_report_stopped"):
+        status = "skipped"
     elif not facts.get("fleet_report_reached_end"):
         status = "unreachable"
     elif ranks.get("status") == "stopped":
@@ -176,6 +182,8 @@ def host_line(host, facts):
         todo = TODO_UNREACHABLE.replace("HOST", host)
     elif status == "stopped":
         todo = TODO_STOPPED
+    elif status == "skipped" and facts.get("fleet_report_stopped"):
+        todo = "%s %s" % (str(facts["fleet_report_stopped"]).strip(), TODO_STOPPED_RUN)
     elif status == "skipped":
         todo = TODO_SKIPPED
     else:

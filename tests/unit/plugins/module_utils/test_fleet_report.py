@@ -137,3 +137,12 @@ def test_plan_report_says_nothing_changed():
     text = render_markdown(build_report({"h": {"fleet_report_reached_end": True, "smoke_test_result": {"status": "planned"}}}, plan=True))
     assert "nothing was changed" in text
     assert "| h | planned (check mode) |" in text
+
+
+def test_host_the_run_stopped_taking_is_skipped_with_the_reason():
+    facts = {"fleet_report_reached_end": True,
+             "fleet_report_stopped": "The run stopped before restart on this host: gpu-a failed, more than 0% of 3 hosts."}
+    line = host_line("gpu-b", facts)
+    assert line["status"] == "skipped"
+    assert line["todo"].startswith("The run stopped before restart on this host: gpu-a failed")
+    assert "Fix the failed hosts" in line["todo"]
