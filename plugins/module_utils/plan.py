@@ -81,10 +81,18 @@ def rank_argv(settings, rank, model_path=MODEL_MOUNT, drafter_path=DRAFTER_MOUNT
 
 
 def engine_env(settings):
-    """Settings the engine reads from its environment, as the contract names them."""
-    env = {"TENSORFOLD_MEMORY_RESERVE_GIB": str(settings.get("tensorfold_memory_reserve_gib", 4)),
+    """The environment of both ranks: the engine's own variables and the runner's settings."""
+    s = settings
+    env = {"TENSORFOLD_MEMORY_RESERVE_GIB": str(s.get("tensorfold_memory_reserve_gib", 4)),
            "HF_HUB_OFFLINE": "1", "NCCL_SOCKET_IFNAME": "lo", "NCCL_IB_DISABLE": "1",
-           "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+           "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+           # Settings the contract has no flag for; the runner script exports them under these
+           # names (rank_container's templates/runner.sh.j2, issue 6, read while both were open).
+           "TENSORFOLD_KV_PAGES": "1" if _flag(s.get("tensorfold_kv_pages", True)) else "0",
+           "TENSORFOLD_DENSE": str(s.get("tensorfold_dense", "q8")),
+           "TENSORFOLD_HEAD": str(s.get("tensorfold_head", "bf16")),
+           "TENSORFOLD_ABSORB_MMA": "1" if _flag(s.get("tensorfold_absorb_mma", False)) else "0",
+           "TENSORFOLD_W8A8": "1" if _flag(s.get("tensorfold_w8a8", False)) else "0"}
     return env
 
 
@@ -169,6 +177,8 @@ def plan_lines(settings, facts):
         lines.append("image: not known (the tensorfold_image role computes the content-hash tag; it did not run)")
     else:
         present = f.get("image_present")
+        if not isinstance(present, bool):
+            present = {"true": True, "false": False}.get(str(present).strip().lower())
         would = {True: "present, no build", False: "missing, would build", None: "not known whether present"}[present]
         lines.append("image: %s (%s)%s" % (ref, would, (" - " + f["image_note"]) if f.get("image_note") else ""))
         if present is not True:

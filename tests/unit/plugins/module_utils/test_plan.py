@@ -88,3 +88,11 @@ def test_smoke_requests_follow_vision_and_key():
 def test_key_flag_alone_is_enough_to_plan_the_auth_requests():
     text = "\n".join(plan_lines(dict(SETTINGS, tensorfold_api_key_set=True), {}))
     assert "without a key: expects 401" in text and "--env-file" in text
+
+
+def test_settings_without_a_flag_travel_in_the_ranks_environment():
+    settings = dict(SETTINGS, tensorfold_kv_pages=False, tensorfold_dense="q6", tensorfold_head="q8", tensorfold_w8a8=True)
+    argv = shlex.split(docker_run(settings, "img", "/m", "", "/l"))
+    for pair in ("TENSORFOLD_KV_PAGES=0", "TENSORFOLD_DENSE=q6", "TENSORFOLD_HEAD=q8", "TENSORFOLD_W8A8=1",
+                 "TENSORFOLD_ABSORB_MMA=0", "TENSORFOLD_MEMORY_RESERVE_GIB=3.5"):
+        assert pair in argv
