@@ -272,4 +272,3 @@ def render_markdown(report):
             for text in line["warnings"]:
                 out.append("- **%s**: %s" % (line["host"], text))
     return "\n".join(out) + "\n"
-

@@ -197,8 +197,8 @@ def plan_lines(settings, facts):
     devices = gpu_devices(s, f.get("gpus"))
     for rank in (1, 0):
         where = "background" if rank == 1 else "front"
-        lines.append("rank %d (GPU %s, %s): %s" % (rank, devices[rank] if rank < len(devices) else "?", where,
-                                                  " ".join(shlex.quote(a) for a in rank_argv(s, rank, context=context))))
+        command = " ".join(shlex.quote(a) for a in rank_argv(s, rank, context=context))
+        lines.append("rank %d (GPU %s, %s): %s" % (rank, devices[rank] if rank < len(devices) else "?", where, command))
     model_path = f.get("model_path") or (s.get("tensorfold_model_dir") if s.get("tensorfold_model_source") == "local"
                                          else data + ("/model-ablit" if _flag(s.get("tensorfold_ablit")) else "/model"))
     drafter_path = f.get("drafter_path")

@@ -23,5 +23,5 @@ def run_playbook(playbook, inventory, cwd, extra_args=(), env=None, timeout=300)
     full_env.update(env or {})
     proc = subprocess.run([PLAYBOOK_BIN, "-i", str(inventory), str(playbook)] + list(extra_args),
                           cwd=str(cwd), env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, timeout=timeout)
+                          universal_newlines=True, timeout=timeout, check=False)
     return proc.returncode, proc.stdout

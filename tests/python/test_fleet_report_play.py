@@ -158,7 +158,7 @@ def test_report_is_saved_in_the_working_directory_as_markdown_and_json(fleet_run
 
 def test_each_host_gets_its_status(fleet_run):
     work, rc, output = fleet_run
-    report, _ = load(work)
+    report = load(work)[0]
     status = dict((line["host"], line["status"]) for line in report["hosts"])
     assert status == {"gpu-a": "live", "gpu-b": "live", "gpu-c": "failed", "gpu-d": "failed", "gpu-e": "unreachable"}, output
     assert report["summary"]["live"] == 2 and report["summary"]["failed"] == 2 and report["summary"]["unreachable"] == 1

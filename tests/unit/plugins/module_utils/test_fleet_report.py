@@ -52,7 +52,8 @@ def test_host_that_failed_checks_is_failed_with_its_codes_and_what_to_do():
     assert line["label"] == "failed (E_GPU_BUSY)"
     assert line["stage"] == "gpu_host_checks"
     assert "Stop the workload on that GPU" in line["todo"]
-    assert line["warnings"] == ["[W_P2P] gpu-c: no peer-to-peer. " + "NCCL still works over host memory, but more slowly; check IOMMU/ACS and the BIOS."]
+    assert line["warnings"] == ["[W_P2P] gpu-c: no peer-to-peer. "
+                                "NCCL still works over host memory, but more slowly; check IOMMU/ACS and the BIOS."]
     assert line["endpoint"] == "" and line["context"] is None
 
 
@@ -90,7 +91,9 @@ def test_failed_smoke_test_fails_the_host_with_its_reply():
     facts = live_facts("h")
     facts["smoke_test_result"] = {"status": "failed", "endpoint": "http://h:8020/v1", "reply": "",
                                   "problems": [record("E_SMOKE", "h", "the chat reply was empty (HTTP 200, body {...})")]}
-    facts["fleet_report_failure"] = {"stage": "smoke_test", "task": "Fail", "message": ["[E_SMOKE] h: the chat reply was empty (HTTP 200, body {...}). Read the reply above and rank0.log."]}
+    facts["fleet_report_failure"] = {
+        "stage": "smoke_test", "task": "Fail",
+        "message": ["[E_SMOKE] h: the chat reply was empty (HTTP 200, body {...}). Read the reply above and rank0.log."]}
     line = host_line("h", facts)
     assert line["status"] == "failed" and line["codes"] == ["E_SMOKE"]
     assert line["errors"] and len(line["errors"]) == 1  # the record and the failure text are one problem

@@ -7,14 +7,16 @@ __metaclass__ = type
 from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke import chat_reply, verdict
 
 URL = "http://127.0.0.1:8020"
-HEALTH = {"status": 200, "json": {"status": "ok", "model": "GLM-5.3-Flash", "model_ids": ["GLM-5.3-Flash"], "max_batch_size": 4,
-                                  "warming": False, "memory": {}, "live": {"connections": 0}}}
-MODELS = {"status": 200, "json": {"object": "list", "data": [{"id": "GLM-5.3-Flash", "object": "model", "created": 1764400000,
-                                                                "owned_by": "tensorfold"}]}}
-CHAT = {"status": 200, "json": {"object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello."},
-                                                                           "finish_reason": "stop"}]}}
-UNAUTHORIZED = {"status": 401, "json": {"error": {"message": "A valid API key is required", "type": "invalid_request_error",
-                                                   "param": None, "code": "invalid_api_key"}}}
+HEALTH = {"status": 200, "json": {
+    "status": "ok", "model": "GLM-5.3-Flash", "model_ids": ["GLM-5.3-Flash"], "max_batch_size": 4,
+    "warming": False, "memory": {}, "live": {"connections": 0}}}
+MODELS = {"status": 200, "json": {
+    "object": "list", "data": [{"id": "GLM-5.3-Flash", "object": "model", "created": 1764400000, "owned_by": "tensorfold"}]}}
+CHAT = {"status": 200, "json": {
+    "object": "chat.completion",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello."}, "finish_reason": "stop"}]}}
+UNAUTHORIZED = {"status": 401, "json": {"error": {
+    "message": "A valid API key is required", "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}}}
 REFUSED = {"status": -1, "msg": "Status code was -1 and not [200]: Request failed: <urlopen error [Errno 111] Connection refused>"}
 
 

@@ -27,7 +27,7 @@ def read_png(data):
         chunks.append((kind, body))
         pos += 12 + length
     assert pos == len(data)
-    kinds = [kind for kind, _ in chunks]
+    kinds = [chunk[0] for chunk in chunks]
     assert kinds[0] == b"IHDR" and kinds[-1] == b"IEND" and b"IDAT" in kinds
     width, height, depth, colour, compression, filtering, interlace = struct.unpack(">IIBBBBB", chunks[0][1])
     assert (depth, colour, compression, filtering, interlace) == (8, 2, 0, 0, 0)
