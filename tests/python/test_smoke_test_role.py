@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from ansible_run import ROOT, run_playbook  # noqa: E402
 
 STANDIN = os.environ.get("GLM53_ENGINE_STANDIN") or os.path.join(ROOT, "tests", "standins", "engine", "tensorfold_native.py")
-pytestmark = pytest.mark.skipif(not os.path.isfile(STANDIN), reason="engine stand-in not in this checkout (set GLM53_ENGINE_STANDIN)")
+needs_engine = pytest.mark.skipif(not os.path.isfile(STANDIN), reason="engine stand-in not in this checkout (set GLM53_ENGINE_STANDIN)")
 API_KEY = "smoke-canary-key-0451"
 
 
@@ -117,6 +117,7 @@ def engine(tmp_path_factory):
     running.stop()
 
 
+@needs_engine
 def test_live_line_models_and_smoke_json_and_a_second_run_changes_nothing(engine, tmp_path):
     logs = session_dir(tmp_path)
     inventory = write_inventory(tmp_path, engine.port)
@@ -133,6 +134,7 @@ def test_live_line_models_and_smoke_json_and_a_second_run_changes_nothing(engine
     assert rc == 0 and "changed=0" in output, output
 
 
+@needs_engine
 def test_wrong_served_name_fails_with_e_smoke_naming_what_is_served(engine, tmp_path):
     session_dir(tmp_path)
     inventory = write_inventory(tmp_path, engine.port, tensorfold_served_name="GLM-5.3-Flash-Other")
@@ -151,6 +153,7 @@ def test_no_engine_is_e_api_with_the_connection_error(tmp_path):
     assert "were not saved" in output  # no session folder: nothing written outside it
 
 
+@needs_engine
 def test_api_key_is_enforced_checked_and_never_printed(tmp_path):
     keyed = Engine(tmp_path, api_key=API_KEY, vision=False)
     try:
