@@ -123,8 +123,11 @@ def _unique(records):
     return out
 
 
-def host_line(host, facts):
-    """One host's line of the report from its facts (a dict; missing facts are fine)."""
+def host_line(host, facts, plan=False):
+    """One host's line of the report from its facts (a dict; missing facts are fine).
+
+    In a plan run (``plan``), a host that came through without failing is ``planned``.
+    """
     facts = facts or {}
     checks = facts.get("gpu_host_checks_result") or {}
     ranks = facts.get("rank_container_result") or {}
@@ -157,7 +160,7 @@ def host_line(host, facts):
         status = "unreachable"
     elif ranks.get("status") == "stopped":
         status = "stopped"
-    elif smoke.get("status") == "planned":
+    elif smoke.get("status") == "planned" or plan:
         status = "planned"
     else:
         status = "skipped"
@@ -209,7 +212,7 @@ def host_line(host, facts):
 
 def build_report(hostfacts, generated_at="", plan=False):
     """The report as a dict: ``hostfacts`` maps each inventory host to its facts (or None)."""
-    lines = [host_line(host, hostfacts[host]) for host in sorted(hostfacts)]
+    lines = [host_line(host, hostfacts[host], plan) for host in sorted(hostfacts)]
     summary = dict((status, 0) for status in STATUSES)
     for line in lines:
         summary[line["status"]] += 1
