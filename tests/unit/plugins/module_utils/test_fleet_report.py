@@ -154,8 +154,8 @@ def test_host_the_run_stopped_taking_is_skipped_with_the_reason():
 def test_in_a_plan_run_hosts_that_came_through_are_planned_and_failures_stay_failures():
     report = build_report({
         "a": {"fleet_report_reached_end": True},
-        "b": {"fleet_report_reached_end": True, "fleet_report_failure": {"stage": "gpu_host_checks", "task": "t",
-                                                                          "message": "[E_DISK] b: 20 GiB free. Free space."}},
+        "b": {"fleet_report_reached_end": True,
+              "fleet_report_failure": {"stage": "gpu_host_checks", "task": "t", "message": "[E_DISK] b: 20 GiB free. Free space."}},
         "c": {},
     }, plan=True)
     assert [(line["host"], line["status"]) for line in report["hosts"]] == [("a", "planned"), ("b", "failed"), ("c", "unreachable")]
