@@ -203,3 +203,78 @@ def test_a_fleet_where_every_host_failed_still_gets_its_report(tmp_path):
     assert [(h["host"], h["status"]) for h in report["hosts"]] == [("gpu-d", "failed")], output
     assert "1 host: 0 LIVE, 1 failed, 0 unreachable" in markdown
     assert rc != 0
+
+
+ROLLING = textwrap.dedent("""\
+    - name: Rolling restart as site.yml runs it, one host at a time
+      hosts: all
+      gather_facts: false
+      serial: 1
+      tasks:
+        - name: Gate
+          ansible.builtin.import_role:
+            name: glm53.tensorfold.fleet_report
+            tasks_from: gate
+          vars:
+            fleet_report_gate_step: restart
+            fleet_report_max_fail_percentage: 0
+            fleet_report_count_stages: [restart]
+        - name: Restart
+          block:
+            - name: Note that this host was restarted
+              ansible.builtin.copy:
+                content: "restarted\\n"
+                dest: "{{ marker_dir }}/{{ inventory_hostname }}"
+                mode: "0644"
+            - name: Fail the restart where the inventory says so
+              ansible.builtin.fail:
+                msg: ["[E_START] {{ inventory_hostname }}: rank 1 exited with status 3. Read the rank log tails above."]
+              when: fail_restart | default(false)
+          rescue:
+            - name: Record the failure
+              ansible.builtin.import_role:
+                name: glm53.tensorfold.fleet_report
+                tasks_from: record_failure
+              vars:
+                fleet_report_stage: restart
+            - name: Leave the run
+              ansible.builtin.meta: end_host
+
+    - name: Fleet report
+      hosts: all
+      gather_facts: false
+      tasks:
+        - name: Mark the hosts that came through
+          ansible.builtin.import_role:
+            name: glm53.tensorfold.fleet_report
+            tasks_from: reached_end
+        - name: Print and save the fleet report
+          ansible.builtin.import_role:
+            name: glm53.tensorfold.fleet_report
+    """)
+
+
+def test_a_rolling_restart_stops_at_the_first_failed_host_and_the_report_says_why(tmp_path):
+    markers = tmp_path / "restarted"
+    markers.mkdir()
+    (tmp_path / "hosts.yml").write_text(textwrap.dedent("""\
+        all:
+          vars: {{ansible_connection: local, ansible_python_interpreter: {python}, marker_dir: {markers}}}
+          hosts:
+            gpu-a: {{}}
+            gpu-b: {{fail_restart: true}}
+            gpu-c: {{}}
+            gpu-d: {{}}
+        """).format(python=sys.executable, markers=markers))
+    (tmp_path / "rolling.yml").write_text(ROLLING)
+    rc, output = run_playbook(tmp_path / "rolling.yml", tmp_path / "hosts.yml", cwd=tmp_path)
+    assert rc != 0
+    # gpu-a went first and is back; gpu-b failed; gpu-c and gpu-d were never touched.
+    assert sorted(p.name for p in markers.iterdir()) == ["gpu-a", "gpu-b"], output
+    report = load(tmp_path)[0]
+    lines = dict((line["host"], line) for line in report["hosts"])
+    assert lines["gpu-b"]["status"] == "failed" and lines["gpu-b"]["codes"] == ["E_START"]
+    for host in ("gpu-c", "gpu-d"):
+        assert lines[host]["status"] == "skipped"
+        assert lines[host]["todo"].startswith("The run stopped before restart on this host: gpu-b failed")
+    assert lines["gpu-a"]["status"] == "skipped" and "stopped" not in lines["gpu-a"]["todo"]
