@@ -60,6 +60,22 @@ INVENTORY = textwrap.dedent("""\
           ansible_ssh_common_args: -o ConnectTimeout=3
     """)
 
+# site.yml's last play, as it is there.
+REPORT_PLAY = textwrap.dedent("""\
+
+    - name: Fleet report
+      hosts: all
+      gather_facts: false
+      tasks:
+        - name: Mark the hosts that came through
+          ansible.builtin.import_role:
+            name: glm53.tensorfold.fleet_report
+            tasks_from: reached_end
+        - name: Print and save the fleet report
+          ansible.builtin.import_role:
+            name: glm53.tensorfold.fleet_report
+    """)
+
 PLAYBOOK = textwrap.dedent("""\
     - name: Pre-flight as site.yml runs it
       hosts: all
@@ -118,19 +134,7 @@ PLAYBOOK = textwrap.dedent("""\
                 fleet_report_stage: gpu_host_checks
             - name: Leave the run
               ansible.builtin.meta: end_host
-
-    - name: Fleet report
-      hosts: all
-      gather_facts: false
-      tasks:
-        - name: Mark the hosts that came through
-          ansible.builtin.import_role:
-            name: glm53.tensorfold.fleet_report
-            tasks_from: reached_end
-        - name: Print and save the fleet report
-          ansible.builtin.import_role:
-            name: glm53.tensorfold.fleet_report
-    """)
+    """) + REPORT_PLAY
 
 
 @pytest.fixture(scope="module")
@@ -239,19 +243,7 @@ ROLLING = textwrap.dedent("""\
                 fleet_report_stage: restart
             - name: Leave the run
               ansible.builtin.meta: end_host
-
-    - name: Fleet report
-      hosts: all
-      gather_facts: false
-      tasks:
-        - name: Mark the hosts that came through
-          ansible.builtin.import_role:
-            name: glm53.tensorfold.fleet_report
-            tasks_from: reached_end
-        - name: Print and save the fleet report
-          ansible.builtin.import_role:
-            name: glm53.tensorfold.fleet_report
-    """)
+    """) + REPORT_PLAY
 
 
 def test_a_rolling_restart_stops_at_the_first_failed_host_and_the_report_says_why(tmp_path):
