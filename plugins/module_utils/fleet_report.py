@@ -1,0 +1,277 @@
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+"""The fleet report: one line per host at the end of every run of site.yml.
+
+Reads only the public facts the roles hand each other (docs/development.md), as gathered from
+``hostvars`` by the fleet report play, plus two facts site.yml itself sets:
+
+``fleet_report_failure``
+    set by site.yml's rescue around each role when a host fails: ``{stage, task, message}``.
+``fleet_report_reached_end``
+    set on every host still in the run when the last host play ends.
+``fleet_report_stopped``
+    set on hosts the run stopped taking because too many hosts failed (max fail percentage).
+
+A host with neither failed nowhere we saw and never reached the end: it was unreachable (Ansible
+drops unreachable hosts from later plays without a rescue). Pure functions: no Ansible imports.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import severity
+
+# The facts the report reads (the interface table of docs/development.md, plus site.yml's own).
+FACTS = (
+    "gpu_host_checks_result",
+    "tensorfold_image_ref",
+    "tensorfold_image_tag",
+    "weights_fetch_model_revision",
+    "rank_container_result",
+    "smoke_test_result",
+    "tensorfold_settings_problems",
+    "fleet_report_failure",
+    "fleet_report_reached_end",
+    "fleet_report_stopped",
+)
+
+STATUSES = ("live", "failed", "unreachable", "stopped", "planned", "skipped")
+LABELS = {
+    "live": "LIVE",
+    "failed": "failed",
+    "unreachable": "unreachable",
+    "stopped": "stopped",
+    "planned": "planned (check mode)",
+    "skipped": "skipped",
+}
+_CODE = re.compile(r"\[([EW]_[A-Z0-9_]+)\]")
+
+TODO_UNREACHABLE = ("Ansible could not reach the host: check SSH access (ansible HOST -m ansible.builtin.ping) "
+                    "and run again with --limit HOST.")
+TODO_SKIPPED = "Not smoke-tested in this run (tags or limits left it out): run site.yml without --tags to bring it up."
+TODO_STOPPED = "Stopped on purpose: run site.yml (or --tags start) to serve again."
+TODO_STOPPED_RUN = "Fix the failed hosts (see their lines), then run again."
+TODO_UNCODED = "Read the failed task's error in the run's output, fix it and run again with --limit HOST."
+
+
+def _as_list(value):
+    if value is None or value == "":
+        return []
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return [value]
+
+
+def _text(item):
+    """A problem's message, whether it came as a record (dict) or as plain text."""
+    if isinstance(item, dict):
+        return str(item.get("message") or item.get("msg") or item.get("code") or "")
+    return str(item)
+
+
+def _record_from_text(text, host):
+    match = _CODE.search(text)
+    code = match.group(1) if match else None
+    return {"code": code, "severity": severity(code) if code else "error", "host": host, "message": text}
+
+
+def _records(items, host):
+    """Normalise problems given as records or as coded text into records."""
+    out = []
+    for item in _as_list(items):
+        if isinstance(item, dict) and item.get("code"):
+            entry = dict(item)
+            entry.setdefault("severity", severity(entry["code"]))
+            entry.setdefault("host", host)
+            entry["message"] = _text(item)
+            out.append(entry)
+        elif _text(item):
+            out.append(_record_from_text(_text(item), host))
+    return out
+
+
+def _failure_records(failure, host):
+    """Records from a rescued failure: one per coded message, or one uncoded record."""
+    message = failure.get("message")
+    lines = [_text(line) for line in _as_list(message)]
+    records = []
+    for line in lines:
+        for part in re.split(r"(?=\[[EW]_[A-Z0-9_]+\])", line):
+            part = part.strip()
+            if part and _CODE.match(part):
+                records.append(_record_from_text(part, host))
+    if not records:
+        text = " ".join(line for line in lines if line) or "no message"
+        records.append({"code": None, "severity": "error", "host": host, "message": text})
+    for entry in records:
+        entry["stage"] = failure.get("stage")
+        entry["task"] = failure.get("task")
+    return records
+
+
+def _unique(records):
+    seen, out = set(), []
+    for entry in records:
+        key = entry["message"]
+        if key not in seen:
+            seen.add(key)
+            out.append(entry)
+    return out
+
+
+def host_line(host, facts, plan=False):
+    """One host's line of the report from its facts (a dict; missing facts are fine).
+
+    In a plan run (``plan``), a host that came through without failing is ``planned``.
+    """
+    facts = facts or {}
+    checks = facts.get("gpu_host_checks_result") or {}
+    ranks = facts.get("rank_container_result") or {}
+    smoke = facts.get("smoke_test_result") or {}
+    failure = facts.get("fleet_report_failure") or {}
+
+    problems = []
+    problems += _records(facts.get("tensorfold_settings_problems"), host)
+    problems += _records(checks.get("problems"), host)
+    problems += _records(ranks.get("problems"), host)
+    problems += _records(ranks.get("warnings"), host)
+    problems += _records(smoke.get("problems"), host)
+    stage = None
+    if failure:
+        problems += _failure_records(failure, host)
+        stage = failure.get("stage")
+    problems = _unique(problems)
+    errors = [p for p in problems if p["severity"] == "error"]
+    warnings = [p for p in problems if p["severity"] != "error"]
+
+    failed = bool(failure) or checks.get("status") == "fail" or ranks.get("status") == "failed" \
+        or smoke.get("status") == "failed" or bool(_as_list(facts.get("tensorfold_settings_problems")))
+    if failed:
+        status = "failed"
+    elif smoke.get("status") == "live":
+        status = "live"
+    elif facts.get("fleet_report_stopped"):
+        status = "skipped"
+    elif not facts.get("fleet_report_reached_end"):
+        status = "unreachable"
+    elif ranks.get("status") == "stopped":
+        status = "stopped"
+    elif smoke.get("status") == "planned" or plan:
+        status = "planned"
+    else:
+        status = "skipped"
+
+    codes = []
+    for entry in errors if status == "failed" else []:
+        if entry.get("code") and entry["code"] not in codes:
+            codes.append(entry["code"])
+
+    if status == "failed":
+        coded = [e for e in errors if e.get("code")]
+        if coded:
+            todo = " ".join(e["message"] for e in coded)
+        else:
+            todo = "%s %s" % (errors[0]["message"] if errors else "", TODO_UNCODED.replace("HOST", host))
+            todo = todo.strip()
+        if stage is None:
+            stage = ("pre-flight" if facts.get("tensorfold_settings_problems") else
+                     "gpu_host_checks" if checks.get("status") == "fail" else
+                     "smoke_test" if smoke.get("status") == "failed" else "rank_container")
+    elif status == "unreachable":
+        todo = TODO_UNREACHABLE.replace("HOST", host)
+    elif status == "stopped":
+        todo = TODO_STOPPED
+    elif status == "skipped" and facts.get("fleet_report_stopped"):
+        todo = "%s %s" % (str(facts["fleet_report_stopped"]).strip(), TODO_STOPPED_RUN)
+    elif status == "skipped":
+        todo = TODO_SKIPPED
+    else:
+        todo = ""
+
+    return {
+        "host": host,
+        "status": status,
+        "label": LABELS[status] + (" (%s)" % ", ".join(codes) if codes else ""),
+        "codes": codes,
+        "stage": stage,
+        "endpoint": smoke.get("endpoint") or ranks.get("endpoint") or "",
+        "context": ranks.get("context"),
+        "streams": ranks.get("streams"),
+        "image_ref": facts.get("tensorfold_image_ref") or "",
+        "image_tag": facts.get("tensorfold_image_tag") or "",
+        "revision": facts.get("weights_fetch_model_revision") or "",
+        "warnings": [w["message"] for w in warnings],
+        "errors": [e["message"] for e in errors] if status == "failed" else [],
+        "todo": todo,
+    }
+
+
+def build_report(hostfacts, generated_at="", plan=False):
+    """The report as a dict: ``hostfacts`` maps each inventory host to its facts (or None)."""
+    lines = [host_line(host, hostfacts[host], plan) for host in sorted(hostfacts)]
+    summary = dict((status, 0) for status in STATUSES)
+    for line in lines:
+        summary[line["status"]] += 1
+    summary["hosts"] = len(lines)
+    return {"generated_at": generated_at, "plan": bool(plan), "summary": summary, "hosts": lines}
+
+
+def _cell(value):
+    if value is None or value == "":
+        return "-"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _short(value, length=12):
+    value = str(value or "")
+    return value[:length] if re.match(r"^[0-9a-f]{20,}$", value) else value
+
+
+def summary_line(report):
+    s = report["summary"]
+    parts = ["%d LIVE" % s["live"], "%d failed" % s["failed"], "%d unreachable" % s["unreachable"]]
+    for status in ("stopped", "planned", "skipped"):
+        if s[status]:
+            parts.append("%d %s" % (s[status], LABELS[status]))
+    return "%d host%s: %s" % (s["hosts"], "" if s["hosts"] == 1 else "s", ", ".join(parts))
+
+
+def render_markdown(report):
+    """The report as Markdown: a summary, one table row per host, then what to do and warnings."""
+    out = ["# GLM-5.3-Flash fleet report", ""]
+    if report.get("generated_at"):
+        out.append("Run finished %s. %s." % (report["generated_at"], summary_line(report)))
+    else:
+        out.append("%s." % summary_line(report))
+    if report.get("plan"):
+        out.append("")
+        out.append("Plan only (tensorfold_plan or --check): nothing was changed on any host.")
+    out += ["", "| host | status | endpoint | context | streams | image tag | checkpoint | warnings |",
+            "|---|---|---|---|---|---|---|---|"]
+    for line in report["hosts"]:
+        warn_codes = []
+        for text in line["warnings"]:
+            match = _CODE.search(text)
+            code = match.group(1) if match else "warning"
+            if code not in warn_codes:
+                warn_codes.append(code)
+        out.append("| %s |" % " | ".join(_cell(v) for v in (
+            line["host"], line["label"], line["endpoint"], line["context"], line["streams"],
+            _short(line["image_tag"]), _short(line["revision"]), ", ".join(warn_codes))))
+    todo = [line for line in report["hosts"] if line["todo"]]
+    if todo:
+        out += ["", "## What to do", ""]
+        for line in todo:
+            where = " in %s" % line["stage"] if line.get("stage") else ""
+            out.append("- **%s** (%s%s): %s" % (line["host"], line["label"], where, line["todo"]))
+    warned = [line for line in report["hosts"] if line["warnings"]]
+    if warned:
+        out += ["", "## Warnings", ""]
+        for line in warned:
+            for text in line["warnings"]:
+                out.append("- **%s**: %s" % (line["host"], text))
+    return "\n".join(out) + "\n"

@@ -1,0 +1,212 @@
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+"""The dry-run plan: what a run would do on one host, the way the recipe's ``DRY_RUN=1 ./start.sh``
+printed it (image and build, downloads, both rank command lines, the docker run, the smoke
+requests).
+
+Everything here is derived from the recipe's settings (the ``tensorfold_*`` variables), the
+public facts of the roles that ran before in check mode (image ref, model path, revision, GPU
+UUIDs) and what the plan's own read-only look at the host found (image present, folders
+present). Nothing is assumed: what is not known is printed as not known.
+
+INTEGRATION POINT (lead): the rank command lines below follow the engine contract's flags. The
+rank_container role renders the real ones from templates/runner.sh.j2; once both are merged,
+the runner template and this plan should share one source (this module's ``rank_argv`` as a
+filter the template calls, or the plan rendering the template itself).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import shlex
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils.settings import MAX_CONTEXT, parse_context
+
+# Sizes the recipe states (recipe-facts.md), used only when the Hub was not asked.
+ABOUT_GIB = {"model": 164, "ablit": 164, "drafter": 10}
+ENGINE = "/opt/tensorfold/native/bin/tensorfold-native"
+ENGINE_BUILD = ("zig build -Dnvcc=/usr/local/cuda/bin/nvcc -Doptimize=fast -Dsm=120 "
+                "--prefix /opt/tensorfold fatbins install native")
+MODEL_MOUNT = "/model"
+DRAFTER_MOUNT = "/drafter"
+LOG_MOUNT = "/logs"
+
+
+def _flag(value):
+    return str(value).lower() in ("1", "true", "yes", "on")
+
+
+def _key_set(settings):
+    """Whether an API key is configured; callers may pass only ``tensorfold_api_key_set``."""
+    return bool(settings.get("tensorfold_api_key")) or _flag(settings.get("tensorfold_api_key_set", False))
+
+
+def first_context(settings, cached=None):
+    """The window the first start asks for: the setting, a cached fit, or the recipe's 1,048,576."""
+    context = parse_context(settings.get("tensorfold_context", "auto"))
+    if context == "auto":
+        return int(cached) if cached else MAX_CONTEXT
+    return context
+
+
+def rank_argv(settings, rank, model_path=MODEL_MOUNT, drafter_path=DRAFTER_MOUNT, context=None):
+    """The engine's command line for one rank (a list), as the engine contract defines its flags.
+
+    The API key never appears: rank 0 reads it from a mode-0600 file or the environment.
+    """
+    s = settings
+    argv = [ENGINE, "serve", model_path]
+    if rank == 0:
+        argv += ["--name", str(s.get("tensorfold_served_name", "GLM-5.3-Flash")),
+                 "--host", str(s.get("tensorfold_host", "0.0.0.0")),
+                 "--port", str(s.get("tensorfold_port", 8020))]
+    argv += ["--context", str(context if context is not None else first_context(s)),
+             "--parallel", str(s.get("tensorfold_parallel", 4)),
+             "--max-tokens", str(s.get("tensorfold_max_tokens", 32768)),
+             "--thinking" if _flag(s.get("tensorfold_thinking", False)) else "--no-thinking",
+             "--reasoning-effort", str(s.get("tensorfold_reasoning_effort", "high")),
+             "--kv-dtype", str(s.get("tensorfold_kv", "fp8"))]
+    if rank == 0 and _flag(s.get("tensorfold_vision", True)):
+        argv.append("--vision")
+    drafter = s.get("tensorfold_drafter", "dflash2")
+    if drafter == "none":
+        argv.append("--no-drafts")
+    elif drafter == "dflash2":
+        argv += ["--drafter", drafter_path]
+    argv += ["--tp", "2", "--rank", str(rank), "--master", "127.0.0.1",
+             "--master-port", str(s.get("tensorfold_nccl_port", 29583)), "--device", str(rank)]
+    return argv
+
+
+def engine_env(settings):
+    """The environment of both ranks: the engine's own variables and the runner's settings."""
+    s = settings
+    env = {"TENSORFOLD_MEMORY_RESERVE_GIB": str(s.get("tensorfold_memory_reserve_gib", 4)),
+           "HF_HUB_OFFLINE": "1", "NCCL_SOCKET_IFNAME": "lo", "NCCL_IB_DISABLE": "1",
+           "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+           # Settings the contract has no flag for; the runner script exports them under these
+           # names (rank_container's templates/runner.sh.j2, issue 6, read while both were open).
+           "TENSORFOLD_KV_PAGES": "1" if _flag(s.get("tensorfold_kv_pages", True)) else "0",
+           "TENSORFOLD_DENSE": str(s.get("tensorfold_dense", "q8")),
+           "TENSORFOLD_HEAD": str(s.get("tensorfold_head", "bf16")),
+           "TENSORFOLD_ABSORB_MMA": "1" if _flag(s.get("tensorfold_absorb_mma", False)) else "0",
+           "TENSORFOLD_W8A8": "1" if _flag(s.get("tensorfold_w8a8", False)) else "0"}
+    return env
+
+
+def gpu_devices(settings, gpus_facts=None):
+    """The cards in rank order: UUIDs when the host checks found them, else nvidia-smi indices."""
+    uuids = [g.get("uuid") for g in (gpus_facts or []) if isinstance(g, dict) and g.get("uuid")]
+    if len(uuids) == len(settings.get("tensorfold_gpus", [0, 1])):
+        return uuids
+    return [str(g) for g in settings.get("tensorfold_gpus", [0, 1])]
+
+
+def docker_run(settings, image_ref, model_path, drafter_path, log_dir, gpus_facts=None):
+    """The ``docker run`` of the recipe's container, as one shell-quoted line."""
+    s = settings
+    devices = ",".join(gpu_devices(s, gpus_facts))
+    argv = ["docker", "run", "-d", "--name", str(s.get("tensorfold_container_name", "glm53-zig")), "--init",
+            "--gpus", '"device=%s"' % devices, "--ipc=host", "--network", "host", "--shm-size", "16g",
+            "--ulimit", "memlock=-1", "--ulimit", "stack=67108864",
+            "-v", "%s:%s:ro" % (model_path, MODEL_MOUNT)]
+    if drafter_path:
+        argv += ["-v", "%s:%s:ro" % (drafter_path, DRAFTER_MOUNT)]
+    argv += ["-v", "%s:%s" % (log_dir, LOG_MOUNT)]
+    for name, value in sorted(engine_env(s).items()):
+        argv += ["-e", "%s=%s" % (name, value)]
+    if _key_set(s):
+        argv += ["--env-file", "<0600 file with TENSORFOLD_API_KEY, rank 0 only>"]
+    argv += [image_ref or "<image ref: computed by tensorfold_image>", "%s/runner.sh" % LOG_MOUNT]
+    return " ".join(shlex.quote(a) if not a.startswith("<") else a for a in argv)
+
+
+def downloads(settings, present=None, drafter_path=None):
+    """What a run would download: a list of dicts (what, repo, revision, dest, about_gib, needed)."""
+    s, present = settings, present or {}
+    data = str(s.get("tensorfold_data_dir", "/srv/glm53")).rstrip("/")
+    out = []
+    if s.get("tensorfold_model_source", "download") == "download":
+        if _flag(s.get("tensorfold_ablit", False)):
+            out.append({"what": "checkpoint (Ablit, gated)", "repo": s.get("tensorfold_ablit_repo"),
+                        "revision": s.get("tensorfold_ablit_revision"), "dest": data + "/model-ablit",
+                        "about_gib": ABOUT_GIB["ablit"], "needed": not present.get("model")})
+        else:
+            out.append({"what": "checkpoint", "repo": s.get("tensorfold_model_repo"),
+                        "revision": s.get("tensorfold_model_revision"), "dest": data + "/model",
+                        "about_gib": ABOUT_GIB["model"], "needed": not present.get("model")})
+    if s.get("tensorfold_drafter", "dflash2") == "dflash2":
+        out.append({"what": "DFlash2 drafter (non-commercial licence)", "repo": s.get("tensorfold_drafter_repo"),
+                    "revision": s.get("tensorfold_drafter_revision"), "dest": drafter_path or data + "/drafter",
+                    "about_gib": ABOUT_GIB["drafter"], "needed": not present.get("drafter")})
+    return out
+
+
+def smoke_requests(url, served_name, vision=True, api_key_set=False, max_tokens=32):
+    """The smoke test's requests, one line each (the API key is never shown)."""
+    url = str(url).rstrip("/")
+    auth = " (Authorization: Bearer <key>)" if api_key_set else ""
+    lines = ["GET %s/health" % url,
+             "GET %s/v1/models%s: expects %s listed" % (url, auth, served_name),
+             "POST %s/v1/chat/completions%s: model %s, temperature 0, enable_thinking false, max_tokens %s, "
+             "expects a non-empty reply" % (url, auth, served_name, max_tokens)]
+    if vision:
+        lines.append("POST %s/v1/chat/completions%s: a text part and an image_url part "
+                     "(a generated PNG as a data URL), expects a non-empty reply" % (url, auth))
+    if api_key_set:
+        lines.append("GET %s/v1/models without a key: expects 401" % url)
+        lines.append("GET %s/v1/models with the key: expects 200" % url)
+    return lines
+
+
+def plan_lines(settings, facts):
+    """The plan for one host, as printable lines.
+
+    ``facts`` holds what is known: ``image_ref``, ``image_present`` (True/False/None = not
+    known), ``image_note``, ``model_path``, ``drafter_path``, ``model_present``,
+    ``drafter_present``, ``gpus`` (gpu_host_checks_gpus), ``cached_context``, ``smoke_url``,
+    ``max_tokens``.
+    """
+    s, f = settings, facts
+    data = str(s.get("tensorfold_data_dir", "/srv/glm53")).rstrip("/")
+    lines = []
+    ref = f.get("image_ref")
+    if not ref:
+        lines.append("image: not known (the tensorfold_image role computes the content-hash tag; it did not run)")
+    else:
+        present = f.get("image_present")
+        if not isinstance(present, bool):
+            present = {"true": True, "false": False}.get(str(present).strip().lower())
+        would = {True: "present, no build", False: "missing, would build", None: "not known whether present"}[present]
+        lines.append("image: %s (%s)%s" % (ref, would, (" - " + f["image_note"]) if f.get("image_note") else ""))
+        if present is not True:
+            lines.append("build: DOCKER_BUILDKIT=1 docker build --tag %s <tensorfold_image's build folder>" % ref)
+            lines.append("  engine build inside it: %s" % ENGINE_BUILD)
+    for item in downloads(s, {"model": f.get("model_present"), "drafter": f.get("drafter_present")},
+                          f.get("drafter_path")):
+        state = "would download about %d GiB" % item["about_gib"] if item["needed"] else "present, no download"
+        lines.append("download: %s %s@%s -> %s: %s" % (item["what"], item["repo"], item["revision"], item["dest"], state))
+    if s.get("tensorfold_model_source") == "local":
+        lines.append("checkpoint: %s served as it is (tensorfold_model_source: local)" % s.get("tensorfold_model_dir"))
+    context = first_context(s, f.get("cached_context"))
+    if parse_context(s.get("tensorfold_context", "auto")) == "auto":
+        lines.append("context: auto, first start asks for %d tokens%s" % (
+            context, " (cached fit)" if f.get("cached_context") else "; on a fit refusal it starts once more at the window that fits"))
+    devices = gpu_devices(s, f.get("gpus"))
+    for rank in (1, 0):
+        where = "background" if rank == 1 else "front"
+        command = " ".join(shlex.quote(a) for a in rank_argv(s, rank, context=context))
+        lines.append("rank %d (GPU %s, %s): %s" % (rank, devices[rank] if rank < len(devices) else "?", where, command))
+    model_path = f.get("model_path") or (s.get("tensorfold_model_dir") if s.get("tensorfold_model_source") == "local"
+                                         else data + ("/model-ablit" if _flag(s.get("tensorfold_ablit")) else "/model"))
+    drafter_path = f.get("drafter_path")
+    if drafter_path is None and s.get("tensorfold_drafter", "dflash2") == "dflash2":
+        drafter_path = data + "/drafter"
+    lines.append("docker run: %s" % docker_run(s, ref, model_path, drafter_path, data + "/logs/current", f.get("gpus")))
+    url = f.get("smoke_url") or "http://127.0.0.1:%s" % s.get("tensorfold_port", 8020)
+    for request in smoke_requests(url, s.get("tensorfold_served_name", "GLM-5.3-Flash"), _flag(s.get("tensorfold_vision", True)),
+                                  _key_set(s), f.get("max_tokens", 32)):
+        lines.append("smoke: %s" % request)
+    return lines
