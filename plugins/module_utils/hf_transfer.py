@@ -195,7 +195,8 @@ class Snapshot:
                     continue
                 entry = {"type": "file", "path": item.path, "size": item.size, "oid": item.blob_id}
                 if item.lfs is not None:
-                    entry["lfs"] = {"oid": item.lfs.sha256, "size": item.lfs.size}
+                    entry["lfs"] = {"oid": item.lfs.sha256, "size": item.lfs.size,
+                                    "pointerSize": item.lfs.pointer_size}
                 entries.append(entry)
             return entries
 

@@ -218,6 +218,7 @@ def main():
             os.makedirs(state_dir, 0o700)
         result = snapshot.run()
     except hf_transfer.SnapshotError as err:
+        hf_transfer.Progress(params["progress_file"], 0).finish({"failed": err.code})
         module.fail_json(msg=problem(err.code, host, err.what), code=err.code,
                          hub_requests=snapshot.hub_requests, resumed=snapshot.resumed,
                          discarded_bytes=snapshot.refetched_bytes)
