@@ -189,14 +189,15 @@ def kill_mid_file_resumes_with_a_range_request():
     while time.time() < deadline:
         text = box(A, "cat %s 2>/dev/null || true" % progress)
         done = json.loads(text)["done"] if text.strip() else 0
-        if done >= 3.4 * MIB:
+        if done >= 2.5 * MIB:  # the file lags up to 1 s (1 MB): still inside shard 2
             break
         time.sleep(0.3)
-    assert done >= 3.4 * MIB, "the download never got going"
+    assert done >= 2.5 * MIB, "the download never got going"
     pids = box(A, "pgrep -f AnsiballZ_hf_snapshot || true").split()
     assert pids, "no hf_snapshot process to kill"
     box(A, "kill -9 %s" % " ".join(pids))
-    OUTPUTS.append(proc.communicate(timeout=120)[0])
+    proc.kill()  # the operator's run dies with it (as on a reboot); only the process this case started
+    OUTPUTS.append(proc.communicate(timeout=60)[0])
     partial_sizes = box(A, "stat -c %s /srv/resume/.state/weights/model/partial/*.incomplete").split()
     assert len(partial_sizes) == 1, "expected one partial file, found %s" % partial_sizes
     on_disk = int(partial_sizes[0])

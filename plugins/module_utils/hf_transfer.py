@@ -344,6 +344,8 @@ class Snapshot:
 
     # --- the run --------------------------------------------------------------------------------
     def run(self):
+        if not self.check_mode and not os.path.isdir(self.state_dir):
+            os.makedirs(self.state_dir, 0o700)
         commit = self.resolve_commit()
         entries = self.listing(commit)
         files = hf_plan.plan_files(entries, self.allow_patterns)
