@@ -165,6 +165,7 @@ code:
 
 import os
 import socket
+import sys
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
@@ -199,7 +200,7 @@ def main():
     params = module.params
     host = params["host_label"] or socket.gethostname()
     if not HAS_HF:
-        module.fail_json(msg=problem("E_DEPENDENCY", host, "huggingface_hub is not importable by %s" % os.sys.executable),
+        module.fail_json(msg=problem("E_DEPENDENCY", host, "huggingface_hub is not importable by %s" % sys.executable),
                          code="E_DEPENDENCY", exception=missing_required_lib("huggingface_hub"))
     if not 1 <= params["chunk_size_mib"] <= 16:
         module.fail_json(msg=problem("E_SETTINGS", host, "chunk_size_mib must be 1 to 16"), code="E_SETTINGS")
