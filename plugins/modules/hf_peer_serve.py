@@ -18,7 +18,8 @@ description:
   - Refuses to start unless every file's verification record still holds. Writes nothing.
   - Runs until I(stop_file) exists or I(lifetime) seconds pass; meant for C(async) with C(poll=0).
 version_added: "0.1.0"
-author: glm53.tensorfold contributors
+author:
+  - glm53.tensorfold contributors (@glm53)
 options:
   repos:
     description:

@@ -21,11 +21,12 @@ description:
     run of a complete snapshot reads no file bytes and, for a pinned commit, makes no Hub request.
   - A local file whose checksum does not match is reported in C(corrupted), fetched again and
     verified.
-  - Failures are coded the recipe's way C([CODE] host: what. What to do.): C(E_HF_TOKEN) (401 or 403),
+  - "Failures are coded the recipe's way, C([CODE] host: what. What to do.): C(E_HF_TOKEN) (401 or 403),
     C(E_DOWNLOAD) (network or server; rerun to resume), C(E_DISK), C(E_SETTINGS) (unknown
-    repository or revision, unpinned revision).
+    repository or revision, unpinned revision)."
 version_added: "0.1.0"
-author: glm53.tensorfold contributors
+author:
+  - glm53.tensorfold contributors (@glm53)
 requirements:
   - huggingface_hub >= 1.0 on the managed host (the weights_fetch role provides it)
 options:
