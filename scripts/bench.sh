@@ -2,6 +2,9 @@
 # Benchmarks (not tests): each section prints figures. Sections:
 #   host-checks   the host checks (site.yml --tags check) on 1 and on 8 simulated boxes, in one
 #                 run; prints both wall times and their ratio (goal: 8 hosts within 2x of 1).
+#   weights       hf_snapshot against plain `hf download` on the Hub emulator (loopback): the
+#                 throughput ratio (goal >= 0.95), bytes re-fetched after a kill -9, shard bytes
+#                 read by a re-run of a complete snapshot.
 #   usage: scripts/bench.sh [SECTION...]   (default: every section)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -57,10 +60,16 @@ bench_host_checks() {
   echo "host-checks: 1 host ${one}s, 8 hosts ${eight}s, ratio $(python3 -c "print('%.2f' % ($eight / $one))") (goal <= 2.00)"
 }
 
-sections=("$@"); [ ${#sections[@]} -gt 0 ] || sections=(host-checks)
+bench_weights() {
+  python scripts/bench_weights.py
+}
+
+sections=("$@"); [ ${#sections[@]} -gt 0 ] || sections=(host-checks weights)
 for s in "${sections[@]}"; do
+  echo "=== $s"
   case "$s" in
     host-checks) bench_host_checks ;;
-    *) echo "unknown section $s (known: host-checks)" >&2; exit 2 ;;
+    weights) bench_weights ;;
+    *) echo "unknown section $s (known: host-checks, weights)" >&2; exit 2 ;;
   esac
 done

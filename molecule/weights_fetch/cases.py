@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+# -*- coding: utf-8 -*-
+"""The weights_fetch scenario's cases, after converge (peer strategy across three boxes).
+
+Each case runs the role again with ansible-playbook (nested, its output kept), then asserts on
+that output, on the boxes' files and on the Hub emulator's request log. Exit status 0 only when
+every case passed; a line per case either way.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HUB = "weights_fetch-hub"
+BOXES = ["weights_fetch-gpu-a", "weights_fetch-gpu-b", "weights_fetch-gpu-c"]
+A, B, C = BOXES
+MODEL_REPO = "Mia-AiLab/GLM-5.3-Flash-EXL3-4bpw-TensorFold"
+ABLIT_REPO = MODEL_REPO + "-Ablit"
+DRAFTER_REPO = "incoai/GLM-5.3-Flash-DFlash2"
+CANARY = "wfCanary"
+TOKEN_OK = "hf_wfCanaryAcceptedToken7781"
+TOKEN_DENIED = "hf_wfCanaryDeniedToken5513"
+TOKEN_BOGUS = "hf_wfCanaryBogusToken4242"
+MIB = 1024 * 1024
+OUTPUTS = []
+FAILED = []
+
+PLAYBOOK = """
+- hosts: gpu_hosts
+  gather_facts: false
+  roles:
+    - role: glm53.tensorfold.weights_fetch
+  post_tasks:
+    - name: Show the published facts
+      ansible.builtin.debug:
+        msg: "FACTS {{ {'model': weights_fetch_model_path, 'revision': weights_fetch_model_revision,
+               'drafter': weights_fetch_drafter_path} | to_json }}"
+"""
+
+
+def sh(cmd, check=True, **kwargs):
+    proc = subprocess.run(cmd, shell=isinstance(cmd, str), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False, **kwargs)
+    if check and proc.returncode != 0:
+        raise AssertionError("%s failed: %s" % (cmd, proc.stdout[-2000:]))
+    return proc.stdout
+
+
+def box(name, script, check=True):
+    return sh(["docker", "exec", name, "bash", "-c", script], check=check)
+
+
+def hub_log():
+    text = box(HUB, "cat /var/log/hub.jsonl")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def hub_reset():
+    box(HUB, "curl -s -XPOST localhost:8080/_emulator/reset && : > /var/log/hub.jsonl")
+
+
+def hub_faults(faults):
+    box(HUB, "curl -s -XPOST -d %s localhost:8080/_emulator/faults" % sh(["printf", "%q", json.dumps(faults)]))
+
+
+def downloads(log):
+    """GETs that carry file bytes from the Hub (resolve of small files, CDN of LFS files)."""
+    return [e for e in log if e["method"] == "GET" and ("/resolve/" in e["path"] or "/cdn-lfs/" in e["path"])
+            and e["status"] in (200, 206)]
+
+
+WORK = tempfile.mkdtemp(prefix="weights_fetch-cases-")
+
+
+def play(hosts, extra=None, check=False, background=False):
+    """Run the role on some boxes; return (rc, output) or the Popen when in the background."""
+    inventory = {"gpu_hosts": {"hosts": dict((h, {"ansible_connection": "community.docker.docker"}) for h in hosts),
+                               "vars": {"tensorfold_data_dir": "/srv/glm53",
+                                        "tensorfold_hf_endpoint": "http://weights_fetch-hub:8080",
+                                        "weights_fetch_strategy": "hub", "weights_fetch_progress_interval": 3,
+                                        "ansible_python_interpreter": "/usr/bin/python3"}}}
+    with open(os.path.join(WORK, "inventory.json"), "w") as handle:
+        json.dump({"all": {"children": inventory}}, handle)
+    with open(os.path.join(WORK, "play.yml"), "w") as handle:
+        handle.write(PLAYBOOK)
+    with open(os.path.join(WORK, "extra.json"), "w") as handle:
+        json.dump(extra or {}, handle)
+    cmd = ["ansible-playbook", "-i", os.path.join(WORK, "inventory.json"), os.path.join(WORK, "play.yml"),
+           "-e", "@" + os.path.join(WORK, "extra.json")] + (["--check"] if check else [])
+    # JSON results: one line per message, nothing wrapped.
+    env = dict(os.environ, ANSIBLE_CALLBACK_RESULT_FORMAT="json", ANSIBLE_NOCOLOR="1")
+    if background:
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, env=env)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False,
+                          env=env)
+    OUTPUTS.append(proc.stdout)
+    return proc.returncode, proc.stdout
+
+
+def recap_changed(output, host):
+    for line in output.splitlines():
+        if line.startswith(host + " ") and "changed=" in line:
+            return int(line.split("changed=")[1].split()[0])
+    raise AssertionError("no recap line for %s" % host)
+
+
+def facts(output, host):
+    lines = output.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("ok: [%s]" % host) and i + 1 < len(lines) and '"msg": "FACTS ' in lines[i + 1]:
+            message = json.loads(lines[i + 1].split('"msg": ', 1)[1].rstrip(","))
+            return json.loads(message[len("FACTS "):])
+    raise AssertionError("no facts printed for %s" % host)
+
+
+def source_sha(repo, path):
+    return box(HUB, "sha256sum /repos/%s/%s" % (repo, path)).split()[0]
+
+
+def box_sha(name, path):
+    return box(name, "sha256sum %s" % path).split()[0]
+
+
+def case(func):
+    began = time.time()
+    try:
+        func()
+    except AssertionError as err:
+        FAILED.append(func.__name__)
+        print("FAIL %s (%.0fs): %s" % (func.__name__, time.time() - began, err))
+        return
+    print("PASS %s (%.0fs)" % (func.__name__, time.time() - began))
+
+
+# --- cases ---------------------------------------------------------------------------------------
+def peer_across_three_boxes_costs_one_hub_download():
+    log = downloads(hub_log())
+    per_file = {}
+    for entry in log:
+        key = entry["path"].split("/resolve/")[-1] if "/resolve/" in entry["path"] else entry["path"]
+        per_file[key] = per_file.get(key, 0) + 1
+    served = sum(e["bytes"] for e in log)
+    expected = int(box(HUB, "du -cb /repos/%s/* /repos/%s/* | tail -1" % (MODEL_REPO, DRAFTER_REPO)).split()[0])
+    assert served == expected, "the Hub served %d bytes for converge + idempotence, one copy is %d" % (served, expected)
+    assert all(count == 1 for count in per_file.values()), "a file came from the Hub twice: %s" % per_file
+    for name in BOXES:
+        for shard in ("model-00001-of-00003.safetensors", "model-00003-of-00003.safetensors"):
+            assert box_sha(name, "/srv/glm53/model/" + shard) == source_sha(MODEL_REPO, shard), "%s %s" % (name, shard)
+        assert box(name, "ls /srv/glm53/drafter").split() == sorted(box(HUB, "ls /repos/%s" % DRAFTER_REPO).split())
+
+
+def rerun_makes_no_hub_request_and_no_change():
+    hub_reset()
+    rc, out = play(BOXES, {"weights_fetch_strategy": "peer"})
+    assert rc == 0, out[-3000:]
+    for name in BOXES:
+        assert recap_changed(out, name) == 0, "%s changed on a re-run" % name
+    assert hub_log() == [], "the re-run sent %d requests to the Hub" % len(hub_log())
+
+
+def served_folder_is_read_only():
+    modes = set(box(A, "find /srv/glm53/model -type f -printf '%m\\n'").split())
+    assert modes == {"444"}, "files of the served folder have modes %s" % modes
+    assert box(A, "ls /srv/glm53/.state/weights/model/partial 2>&1 || true").strip().endswith(
+        "No such file or directory"), "partial files were left behind"
+
+
+def corrupted_shard_is_detected_and_repaired():
+    shard = "/srv/glm53/model/model-00002-of-00003.safetensors"
+    box(B, "chmod u+w %s && printf 'Z' | dd of=%s bs=1 seek=1000 conv=notrunc status=none" % (shard, shard))
+    hub_reset()
+    rc, out = play([B])
+    assert rc == 0, out[-3000:]
+    assert "repaired model-00002-of-00003.safetensors" in out, "the repair was not reported"
+    assert box_sha(B, shard) == source_sha(MODEL_REPO, "model-00002-of-00003.safetensors")
+    fetched = downloads(hub_log())
+    assert len(fetched) == 1 and fetched[0]["bytes"] == 2 * MIB, "expected one re-fetch of the shard: %s" % fetched
+
+
+def kill_mid_file_resumes_with_a_range_request():
+    extra = {"tensorfold_data_dir": "/srv/resume", "tensorfold_drafter": "none", "weights_fetch_chunk_mib": 1}
+    hub_reset()
+    hub_faults({"throttle_bps": 300000})
+    proc = play([A], extra, background=True)
+    progress = "/srv/resume/.state/weights/model.progress.json"
+    deadline = time.time() + 90
+    done = 0
+    while time.time() < deadline:
+        text = box(A, "cat %s 2>/dev/null || true" % progress)
+        done = json.loads(text)["done"] if text.strip() else 0
+        # Progress moves in 1 MiB blocks: past 3 MiB is shard 2's first commit (3 MiB + 100 bytes);
+        # its next block takes 3.5 s at 0.3 MB/s, so the kill lands inside shard 2.
+        if done > 3 * MIB:
+            break
+        time.sleep(0.3)
+    assert done > 3 * MIB, "the download never got going"
+    pids = box(A, "pgrep -f AnsiballZ_hf_snapshot || true").split()
+    assert pids, "no hf_snapshot process to kill"
+    box(A, "kill -9 %s" % " ".join(pids))
+    proc.kill()  # the operator's run dies with it (as on a reboot); only the process this case started
+    OUTPUTS.append(proc.communicate(timeout=60)[0])
+    partial_sizes = box(A, "stat -c %s /srv/resume/.state/weights/model/partial/*.incomplete").split()
+    assert len(partial_sizes) == 1, "expected one partial file, found %s" % partial_sizes
+    on_disk = int(partial_sizes[0])
+    hub_faults({})
+    hub_reset()
+    rc, out = play([A], extra)
+    assert rc == 0, out[-3000:]
+    shard = "model-00002-of-00003.safetensors"
+    fetches = [e for e in downloads(hub_log()) if e.get("range")]
+    assert len(fetches) == 1, "expected one Range request, got %s" % fetches
+    start = int(fetches[0]["range"].split("=")[1].rstrip("-"))
+    assert start > 0 and start % MIB == 0, "resumed from %d, not a committed chunk boundary" % start
+    assert fetches[0]["bytes"] == 2 * MIB - start, "the resume fetched %d bytes" % fetches[0]["bytes"]
+    refetched = on_disk - start
+    assert 0 <= refetched <= MIB, "re-fetched %d bytes that were on disk (more than one chunk)" % refetched
+    assert box_sha(A, "/srv/resume/model/" + shard) == source_sha(MODEL_REPO, shard)
+    assert "No such file" in box(A, "ls /srv/resume/.state/weights/model/partial 2>&1 || true")
+    print("  resumed %s from byte %d; %d bytes on disk were fetched again" % (shard, start, refetched))
+
+
+def gated_401_and_403_have_their_messages():
+    rc, out = play([C], {"tensorfold_ablit": True, "tensorfold_hf_token": TOKEN_BOGUS})
+    assert rc != 0 and "[E_HF_TOKEN]" in out and "the Hub does not accept this token" in out, out[-3000:]
+    rc, out = play([C], {"tensorfold_ablit": True, "tensorfold_hf_token": TOKEN_DENIED})
+    assert rc != 0 and "[E_HF_TOKEN]" in out, out[-3000:]
+    assert "has not agreed to the repository's terms: open its page, accept, retry" in out, out[-3000:]
+
+
+def ablit_with_a_token_then_back_with_no_download():
+    hub_reset()
+    rc, out = play([C], {"tensorfold_ablit": True, "tensorfold_hf_token": TOKEN_OK})
+    assert rc == 0, out[-3000:]
+    assert facts(out, C)["model"] == "/srv/glm53/model-ablit"
+    assert box_sha(C, "/srv/glm53/model-ablit/model-00001-of-00003.safetensors") == source_sha(
+        ABLIT_REPO, "model-00001-of-00003.safetensors")
+    assert all(e["auth"] for e in hub_log() if "/resolve/" in e["path"]), "a gated request went without the token"
+    assert not any(e["auth"] for e in hub_log() if "/cdn-lfs/" in e["path"]), "the token went to the CDN"
+    hub_reset()
+    rc, out = play([C], {"tensorfold_ablit": False})
+    assert rc == 0, out[-3000:]
+    assert facts(out, C) == {"model": "/srv/glm53/model", "revision": "078455ffe6472f9a52fbc1139f58b9db2881b25c",
+                             "drafter": "/srv/glm53/drafter"}
+    assert downloads(hub_log()) == [], "going back to the published checkpoint downloaded something"
+
+
+def local_checkpoint_is_checked_and_never_modified():
+    box(C, "rm -rf /data && mkdir -p /data && cp -a /srv/glm53/model /data/ckpt && cp -a /srv/glm53/model /data/broken"
+           " && chmod u+w /data/broken && rm -f /data/broken/model-00002-of-00003.safetensors")
+    listing = "cd /data/ckpt && find . -printf '%p %s %T@ %m\\n' | sort && sha256sum * "
+    before = box(C, listing)
+    hub_reset()
+    rc, out = play([C], {"tensorfold_model_source": "local", "tensorfold_model_dir": "/data/ckpt",
+                         "tensorfold_drafter": "none"})
+    assert rc == 0, out[-3000:]
+    assert box(C, listing) == before, "the local checkpoint changed"
+    assert facts(out, C) == {"model": "/data/ckpt", "revision": "local", "drafter": ""}
+    assert hub_log() == [], "a local source talked to the Hub"
+    rc, out = play([C], {"tensorfold_model_source": "local", "tensorfold_model_dir": "/data/broken",
+                         "tensorfold_drafter": "none"})
+    assert rc != 0 and "[E_MODEL]" in out and "model-00002-of-00003.safetensors" in out, out[-3000:]
+
+
+def check_mode_reports_the_size_and_writes_nothing():
+    rc, out = play([B], {"tensorfold_ablit": True, "tensorfold_hf_token": TOKEN_OK}, check=True)
+    assert rc == 0, out[-3000:]
+    assert "would fetch 6 of 6 files, 6.0 MiB" in out, out[-3000:]
+    assert "No such file" in box(B, "ls /srv/glm53/model-ablit 2>&1 || true"), "check mode created the folder"
+
+
+def token_never_shows_up():
+    for index, text in enumerate(OUTPUTS):
+        assert CANARY not in text, "a token shows in the output of run %d" % index
+    assert CANARY not in box(HUB, "cat /var/log/hub.jsonl")
+    for name in BOXES:
+        found = box(name, "grep -rl %s /srv /root /tmp /var/log /etc 2>/dev/null || true" % CANARY).split()
+        assert not found, "%s holds the token in %s" % (name, found)
+
+
+def main():
+    for func in (peer_across_three_boxes_costs_one_hub_download, rerun_makes_no_hub_request_and_no_change,
+                 served_folder_is_read_only, corrupted_shard_is_detected_and_repaired,
+                 kill_mid_file_resumes_with_a_range_request, gated_401_and_403_have_their_messages,
+                 ablit_with_a_token_then_back_with_no_download, local_checkpoint_is_checked_and_never_modified,
+                 check_mode_reports_the_size_and_writes_nothing, token_never_shows_up):
+        case(func)
+    shutil.rmtree(WORK, ignore_errors=True)
+    print("%d cases failed" % len(FAILED) if FAILED else "all cases passed")
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

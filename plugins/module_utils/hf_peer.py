@@ -1,0 +1,147 @@
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+"""Serve verified snapshots read-only to peer hosts, speaking the part of the Hub's API that
+hf_snapshot uses (tree listing, resolve with Range), so a peer copies with the very code, resume
+and checksums it uses against the Hub. Only files of a recorded listing whose verification still
+holds are served; nothing is written.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import re
+import threading
+import time
+
+try:
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from urllib.parse import unquote, urlsplit
+except ImportError:  # pragma: no cover  (Python 2 is not supported on hosts)
+    BaseHTTPRequestHandler = object
+    ThreadingHTTPServer = None
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan
+
+RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
+
+
+def load_verified_repo(repo):
+    """The servable files of one repository: only those whose verification record still holds."""
+    with open(os.path.join(repo["state_dir"], "listing-%s.json" % repo["revision"])) as handle:
+        listing = json.load(handle)
+    with open(os.path.join(repo["state_dir"], "verified.json")) as handle:
+        records = json.load(handle)
+    files = {}
+    for spec in hf_plan.plan_files(listing["entries"]):
+        full = os.path.join(repo["local_dir"], hf_plan.safe_relpath(spec["path"]))
+        st = os.stat(full)
+        if not hf_plan.is_verified(records, repo["revision"], spec, st.st_size, st.st_mtime_ns):
+            raise ValueError("%s is not verified; the seed must finish its own download first" % full)
+        files[spec["path"]] = full
+    return {"entries": listing["entries"], "files": files, "revision": repo["revision"]}
+
+
+class PeerHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    repos = {}
+    stats = {"requests": 0, "bytes": 0}
+
+    def log_message(self, fmt, *args):
+        return
+
+    def _reply(self, status, body=b"", headers=None, head=False):
+        self.send_response(status)
+        headers = dict(headers or {})
+        headers.setdefault("Content-Length", str(len(body)))
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        if body and not head:
+            self.wfile.write(body)
+
+    def _missing(self, code, head):
+        self._reply(404, b'{"error": "not served"}', {"X-Error-Code": code, "Content-Type": "application/json"}, head)
+
+    def do_HEAD(self):
+        self._route(True)
+
+    def do_GET(self):
+        self._route(False)
+
+    def _route(self, head):
+        self.stats["requests"] += 1
+        path = unquote(urlsplit(self.path).path)
+        match = re.match(r"^/api/models/([^/]+/[^/]+)/(tree|revision)/([0-9a-f]{40})", path)
+        if match:
+            repo = self.repos.get(match.group(1))
+            if repo is None:
+                return self._missing("RepoNotFound", head)
+            if repo["revision"] != match.group(3):
+                return self._missing("RevisionNotFound", head)
+            data = repo["entries"] if match.group(2) == "tree" else {"id": match.group(1), "sha": repo["revision"]}
+            return self._reply(200, json.dumps(data).encode(), {"Content-Type": "application/json"}, head)
+        match = re.match(r"^/([^/]+/[^/]+)/resolve/([0-9a-f]{40})/(.+)$", path)
+        repo = match and self.repos.get(match.group(1))
+        if not repo:
+            return self._missing("RepoNotFound", head)
+        if repo["revision"] != match.group(2):
+            return self._missing("RevisionNotFound", head)
+        full = repo["files"].get(match.group(3))
+        if full is None:
+            return self._missing("EntryNotFound", head)
+        return self._file(full, repo["revision"], head)
+
+    def _file(self, full, revision, head):
+        size = os.path.getsize(full)
+        start, status = 0, 200
+        headers = {"X-Repo-Commit": revision, "Accept-Ranges": "bytes", "Content-Type": "application/octet-stream"}
+        wanted = RANGE.match(self.headers.get("Range", "").strip())
+        end = size - 1
+        if wanted:
+            start = int(wanted.group(1))
+            end = min(int(wanted.group(2)), size - 1) if wanted.group(2) else size - 1
+            if start >= size or start > end:
+                return self._reply(416, b"", {"Content-Range": "bytes */%d" % size}, head)
+            status = 206
+            headers["Content-Range"] = "bytes %d-%d/%d" % (start, end, size)
+        headers["Content-Length"] = str(end - start + 1)
+        self.send_response(status)
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        if head:
+            return None
+        left = end - start + 1
+        with open(full, "rb") as handle:
+            handle.seek(start)
+            while left > 0:
+                block = handle.read(min(1 << 20, left))
+                if not block:
+                    break
+                self.wfile.write(block)
+                left -= len(block)
+                self.stats["bytes"] += len(block)
+        return None
+
+
+def serve(repos, bind, port, stop_file, lifetime):
+    """Serve until ``stop_file`` exists or ``lifetime`` seconds pass; return the counters."""
+    PeerHandler.repos = dict((repo["repo_id"], load_verified_repo(repo)) for repo in repos)
+    PeerHandler.stats = {"requests": 0, "bytes": 0}
+    server = ThreadingHTTPServer((bind, port), PeerHandler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever)
+    thread.daemon = True
+    thread.start()
+    began = time.time()
+    try:
+        while time.time() - began < lifetime and not os.path.exists(stop_file):
+            time.sleep(0.5)
+    finally:
+        server.shutdown()
+        server.server_close()
+    return dict(PeerHandler.stats, seconds=round(time.time() - began, 1))

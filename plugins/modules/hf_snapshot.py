@@ -1,0 +1,233 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: hf_snapshot
+short_description: Fetch a pinned Hugging Face Hub snapshot into a folder, resumable and verified
+description:
+  - Lists the repository at a pinned commit with the huggingface_hub API, checks the free space
+    before the first byte, fetches what is missing through a stable partial name per file
+    (a killed run resumes with an HTTP Range request from the last fsynced chunk, so at most one
+    chunk is fetched again), and verifies every LFS file's sha256 and every small file's git oid
+    against the listing.
+  - Verifications are recorded in I(state_dir) keyed by revision, path, size and mtime, so a later
+    run of a complete snapshot reads no file bytes and, for a pinned commit, makes no Hub request.
+  - A local file whose checksum does not match is reported in C(corrupted), fetched again and
+    verified.
+  - "Failures are coded the recipe's way, C([CODE] host: what. What to do.): C(E_HF_TOKEN) (401 or 403),
+    C(E_DOWNLOAD) (network or server; rerun to resume), C(E_DISK), C(E_SETTINGS) (unknown
+    repository or revision, unpinned revision)."
+version_added: "0.1.0"
+author:
+  - glm53.tensorfold contributors (@glm53)
+requirements:
+  - huggingface_hub >= 1.0 on the managed host (the weights_fetch role provides it)
+options:
+  repo_id:
+    description: The repository, C(owner/name).
+    type: str
+    required: true
+  revision:
+    description:
+      - A full 40-hex commit. A branch or tag is refused unless I(allow_unpinned=true).
+    type: str
+    required: true
+  allow_unpinned:
+    description: Accept a branch or tag (resolved to its commit with one Hub request every run).
+    type: bool
+    default: false
+  local_dir:
+    description: The folder the files land in (created when missing).
+    type: path
+    required: true
+  state_dir:
+    description:
+      - Where the listing, the verification records and the partial files live. Must be on the same
+        filesystem as I(local_dir). Defaults to C(LOCAL_DIR/../.state/hf_snapshot/BASENAME).
+    type: path
+  token:
+    description:
+      - A Hub read token. Defaults to the C(HF_TOKEN) environment variable. Never returned or logged.
+    type: str
+  endpoint:
+    description: The Hub (or a mirror, or a peer host serving a verified copy). Defaults to C(HF_ENDPOINT) or the Hub.
+    type: str
+  allow_patterns:
+    description: Only paths matching one of these globs are fetched.
+    type: list
+    elements: str
+  verify:
+    description: Check checksums (sha256 for LFS files, the git oid for small files) once per file.
+    type: bool
+    default: true
+  chunk_size_mib:
+    description: How often a download is fsynced and its progress committed (at most 16 MiB), the most a kill re-fetches.
+    type: int
+    default: 16
+  progress_file:
+    description: A JSON file the module rewrites every second with bytes done, total, rate and ETA.
+    type: path
+  host_label:
+    description: The host name used in problem messages.
+    type: str
+attributes:
+  check_mode:
+    support: full
+    description: Reports what would be downloaded and its size; writes nothing.
+"""
+
+EXAMPLES = r"""
+- name: Fetch the pinned checkpoint
+  glm53.tensorfold.hf_snapshot:
+    repo_id: Mia-AiLab/GLM-5.3-Flash-EXL3-4bpw-TensorFold
+    revision: 078455ffe6472f9a52fbc1139f58b9db2881b25c
+    local_dir: /srv/glm53/model
+    state_dir: /srv/glm53/.state/weights/model
+
+- name: Fetch a gated repository with a token from the vault
+  glm53.tensorfold.hf_snapshot:
+    repo_id: Mia-AiLab/GLM-5.3-Flash-EXL3-4bpw-TensorFold-Ablit
+    revision: 57edefd2f5d9b371c8345883304d5af68b52fa24
+    local_dir: /srv/glm53/model-ablit
+    token: "{{ vault_hf_token }}"
+  no_log: true
+"""
+
+RETURN = r"""
+revision:
+  description: The commit the folder holds.
+  returned: always
+  type: str
+files:
+  description: The repository paths the snapshot holds.
+  returned: always
+  type: list
+  elements: str
+total_bytes:
+  description: Size of the whole snapshot.
+  returned: always
+  type: int
+download_files:
+  description: The paths that were (or in check mode would be) fetched.
+  returned: always
+  type: list
+  elements: str
+download_bytes:
+  description: Bytes that were (or would be) fetched, net of resumable partial files.
+  returned: always
+  type: int
+downloaded_bytes:
+  description: Bytes fetched by this run.
+  returned: always
+  type: int
+verified:
+  description: True when every file of the snapshot has a checksum that matches the listing.
+  returned: always
+  type: bool
+verified_files:
+  description: Files whose checksum was computed by this run.
+  returned: always
+  type: list
+  elements: str
+corrupted:
+  description: Files found with a wrong size or checksum (C(where) is local or download); they were fetched again.
+  returned: always
+  type: list
+  elements: dict
+resumed:
+  description: Files continued from a partial download (C(from) byte offset, C(discarded) torn bytes fetched again).
+  returned: always
+  type: list
+  elements: dict
+discarded_bytes:
+  description: Partial bytes after the last committed chunk that were dropped and fetched again.
+  returned: always
+  type: int
+hub_requests:
+  description: HTTP requests this run sent to the endpoint (0 for a complete pinned snapshot).
+  returned: always
+  type: int
+local_bytes_hashed:
+  description: File bytes read from disk to compute checksums (0 when every file was verified before).
+  returned: always
+  type: int
+code:
+  description: The recipe's code on failure.
+  returned: failed
+  type: str
+"""
+
+import os
+import socket
+import sys
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
+
+try:
+    from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_transfer
+    import huggingface_hub  # noqa: F401  pylint: disable=unused-import
+    HAS_HF = True
+except ImportError:
+    HAS_HF = False
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            repo_id=dict(type="str", required=True),
+            revision=dict(type="str", required=True),
+            allow_unpinned=dict(type="bool", default=False),
+            local_dir=dict(type="path", required=True),
+            state_dir=dict(type="path"),
+            token=dict(type="str", no_log=True),
+            endpoint=dict(type="str"),
+            allow_patterns=dict(type="list", elements="str"),
+            verify=dict(type="bool", default=True),
+            chunk_size_mib=dict(type="int", default=16),
+            progress_file=dict(type="path"),
+            host_label=dict(type="str"),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    host = params["host_label"] or socket.gethostname()
+    if not HAS_HF:
+        module.fail_json(msg=problem("E_DEPENDENCY", host, "huggingface_hub is not importable by %s" % sys.executable),
+                         code="E_DEPENDENCY", exception=missing_required_lib("huggingface_hub"))
+    if not 1 <= params["chunk_size_mib"] <= 16:
+        module.fail_json(msg=problem("E_SETTINGS", host, "chunk_size_mib must be 1 to 16"), code="E_SETTINGS")
+    local_dir = params["local_dir"].rstrip("/")
+    state_dir = params["state_dir"] or os.path.join(
+        os.path.dirname(local_dir), ".state", "hf_snapshot", os.path.basename(local_dir))
+    token = params["token"] or os.environ.get("HF_TOKEN") or None
+    endpoint = params["endpoint"] or os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    snapshot = hf_transfer.Snapshot(
+        params["repo_id"], params["revision"], local_dir, state_dir, token=token, endpoint=endpoint,
+        allow_patterns=params["allow_patterns"], verify=params["verify"],
+        allow_unpinned=params["allow_unpinned"], chunk_size=params["chunk_size_mib"] * 1024 * 1024,
+        progress_file=params["progress_file"], check_mode=module.check_mode)
+    try:
+        if not module.check_mode and not os.path.isdir(state_dir):
+            os.makedirs(state_dir, 0o700)
+        result = snapshot.run()
+    except hf_transfer.SnapshotError as err:
+        hf_transfer.Progress(params["progress_file"], 0).finish({"failed": err.code})
+        module.fail_json(msg=problem(err.code, host, err.what), code=err.code,
+                         hub_requests=snapshot.hub_requests, resumed=snapshot.resumed,
+                         discarded_bytes=snapshot.refetched_bytes)
+    except ValueError as err:
+        module.fail_json(msg=problem("E_DOWNLOAD", host, str(err), "Check the repository listing."), code="E_DOWNLOAD")
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
