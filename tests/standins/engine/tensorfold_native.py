@@ -27,7 +27,7 @@ Settings the contract has no flag for travel as environment variables, as the ru
 The memory model and timing come from a JSON file named by ``TENSORFOLD_STANDIN_CONFIG`` and from
 ``TENSORFOLD_STANDIN_<KEY>`` variables (upper-case keys of ``DEFAULTS``), so each test scenario
 sets the card it simulates. ``fail_rank``/``fail_after_s`` make one rank kill itself (SIGKILL)
-after it starts serving, which is how tests reproduce a rank dying.
+that long after the ranks agree, which is how tests reproduce a rank dying.
 
 Standard library only (Python 3.11).
 """
@@ -559,9 +559,9 @@ def make_handler(state):
 
 # ---------------------------------------------------------------------------- main
 def serve(args, config):
-    keys = api_keys(args)
     if not os.path.isdir(args.model) and not MODEL_ID.match(args.model):
         raise LoadError("%s is neither a directory nor a Hugging Face repo id" % args.model)
+    keys = api_keys(args)
     kernels = os.environ.get("TENSORFOLD_CUDA_KERNELS", "")
     if not kernels or not os.path.isfile(os.path.join(kernels, "aot.json")):
         raise LoadError("no CUDA kernel set for sm_120 at %s" % (kernels or "(TENSORFOLD_CUDA_KERNELS unset)"))
@@ -605,15 +605,16 @@ def serve(args, config):
 
     if link is not None:
         link.watch(other_left)
-    time.sleep(float(config["load_s"]))
-    log("CUDA sm_120 device %d (%s): model %.2f GiB; %d stream%s at once, %.2f GiB each at a %d-token window, "
-        "of %.1f GiB left after a %.1f GiB reserve; prompts in 2048-row chunks"
-        % (device, config["gpu_name"], model, streams, "" if streams == 1 else "s", per_stream, window, left, reserve))
     if int(config["fail_rank"]) == rank:
+        # Fault injection for tests: this rank dies (SIGKILL) fail_after_s after the ranks agreed.
         def die():
             time.sleep(float(config["fail_after_s"]))
             os.kill(os.getpid(), signal.SIGKILL)
         threading.Thread(target=die, daemon=True).start()
+    time.sleep(float(config["load_s"]))
+    log("CUDA sm_120 device %d (%s): model %.2f GiB; %d stream%s at once, %.2f GiB each at a %d-token window, "
+        "of %.1f GiB left after a %.1f GiB reserve; prompts in 2048-row chunks"
+        % (device, config["gpu_name"], model, streams, "" if streams == 1 else "s", per_stream, window, left, reserve))
     if rank != 0:
         while True:  # rank 1 follows rank 0's steps; it serves no HTTP
             time.sleep(3600)
