@@ -18,7 +18,7 @@ description:
     token. Without KV pages every one of O(parallel) streams needs a full window; with pages one
     request's window must fit. The answer is the largest multiple of O(page_rows), not above
     O(requested_context), whose cost fits the budget the refusal names.
-  - A refusal that the checkpoint's weights do not fit has no answer (RV(context) is null): report
+  - A refusal that the checkpoint's weights do not fit has no answer (RV(context) is null); report
     it as a memory error. C(--context N exceeds this model's W-token window) gives W.
   - With O(state_file) and O(key), an answer is recorded in the TSV cache; without O(log) and
     O(log_path) the module only looks O(key) up there (RV(cached)).
