@@ -23,7 +23,8 @@ description:
   - With O(state_file) and O(key), an answer is recorded in the TSV cache; without O(log) and
     O(log_path) the module only looks O(key) up there (RV(cached)).
 version_added: 0.1.0
-author: glm53.tensorfold contributors
+author:
+  - glm53.tensorfold contributors (@glm53)
 options:
   log:
     description: The rank log text (both ranks' logs may be concatenated). Mutually exclusive with O(log_path).
@@ -60,6 +61,7 @@ attributes:
     description: In check mode the answer is computed but the cache is not written.
   diff_mode:
     support: none
+    description: Returns no diff.
 notes:
   - The rule is documented in docs/rank_container.md of the collection.
 """

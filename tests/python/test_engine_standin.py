@@ -50,7 +50,8 @@ def reap(box):
 
 
 def run(args, env):
-    return subprocess.run([sys.executable, ENGINE] + args, env=env, capture_output=True, text=True, timeout=30)
+    return subprocess.run([sys.executable, ENGINE] + args, env=env, capture_output=True, text=True, timeout=30,
+                          check=False)
 
 
 def start_rank(box, rank, master_port, extra=(), env=None):
@@ -158,7 +159,7 @@ def test_two_ranks_meet_agree_and_serve(box):
 
 
 def test_chat_is_deterministic_streamed_or_not_and_takes_images(box):
-    r0, r1, base, _ = start_pair(box, ["--context", "65536", "--vision"], ["--context", "65536", "--vision"])
+    r0, r1, base, unused_master = start_pair(box, ["--context", "65536", "--vision"], ["--context", "65536", "--vision"])
     request = {"model": "GLM-5.3-Flash", "messages": [{"role": "user", "content": "Say hi"}],
                "temperature": 0, "max_tokens": 64}
     first = json.loads(http(base + "/v1/chat/completions", request)[2])
@@ -184,7 +185,7 @@ def test_auth_401_body_and_health_without_key(box):
     key.write_text("canary-secret-123\n")
     os.chmod(str(key), 0o600)
     extra = ["--context", "65536", "--api-key-file", str(key)]
-    r0, r1, base, _ = start_pair(box, extra, ["--context", "65536"])
+    r0, r1, base, unused_master = start_pair(box, extra, ["--context", "65536"])
     assert http(base + "/health")[2] == '{"status":"ok"}'
     status, headers, body = http(base + "/v1/models")
     assert status == 401 and body == AUTH_BODY and headers["WWW-Authenticate"] == "Bearer"
@@ -212,7 +213,7 @@ def test_settings_mismatch_stops_both_ranks(box):
 
 
 def test_rank_1_killed_makes_rank_0_exit_3(box):
-    r0, r1, base, _ = start_pair(box, ["--context", "65536"], ["--context", "65536"])
+    r0, r1, base, unused_master = start_pair(box, ["--context", "65536"], ["--context", "65536"])
     r1.send_signal(signal.SIGKILL)
     assert r0.wait(10) == 3
     assert "rank 0: rank 1 closed the control link; exiting" in read_log(box, 0)
@@ -220,13 +221,13 @@ def test_rank_1_killed_makes_rank_0_exit_3(box):
 
 def test_fault_injection_kills_rank_1_after_start(box):
     env = dict(box["env"], TENSORFOLD_STANDIN_FAIL_RANK="1", TENSORFOLD_STANDIN_FAIL_AFTER_S="0.5")
-    r0, r1, base, _ = start_pair(box, ["--context", "65536"], ["--context", "65536"], env=env)
+    r0, r1, base, unused_master = start_pair(box, ["--context", "65536"], ["--context", "65536"], env=env)
     assert r1.wait(10) == -signal.SIGKILL
     assert r0.wait(10) == 3
 
 
 def test_sigterm_stops_the_rank_and_the_other_follows(box):
-    r0, r1, base, _ = start_pair(box, ["--context", "65536"], ["--context", "65536"])
+    r0, r1, base, unused_master = start_pair(box, ["--context", "65536"], ["--context", "65536"])
     r0.send_signal(signal.SIGTERM)
     assert r0.wait(10) == 0
     assert "tensorfold: stop signal: this rank exits, the other follows" in read_log(box, 0)
@@ -236,7 +237,7 @@ def test_sigterm_stops_the_rank_and_the_other_follows(box):
 
 def test_window_refusal_word_for_word(box):
     env = dict(box["env"], TENSORFOLD_STANDIN_GPU_FREE_GIB="94.5", TENSORFOLD_STANDIN_MODEL_GIB="76.0")
-    r0, r1, base, _ = start_pair(box, ["--context", "1048576", "--vision", "--drafter", "/d"],
+    r0, r1, base, unused_master = start_pair(box, ["--context", "1048576", "--vision", "--drafter", "/d"],
                                  ["--context", "1048576", "--vision", "--drafter", "/d"], env=env)
     assert r0.wait(10) == 1
     # 94.5 - 4 reserve - (76 + 3 dense + 1.2 head + 1.8 vision + 2.5 drafter) = 6.0 GiB; 8 GiB a 1M window.
@@ -247,7 +248,7 @@ def test_window_refusal_word_for_word(box):
 
 def test_parallel_refusal_without_pages(box):
     env = dict(box["env"], TENSORFOLD_KV_PAGES="0")
-    r0, r1, base, _ = start_pair(box, ["--context", "524288", "--parallel", "4"],
+    r0, r1, base, unused_master = start_pair(box, ["--context", "524288", "--parallel", "4"],
                                  ["--context", "524288", "--parallel", "4"], env=env)
     assert r0.wait(10) == 1
     # 94.5 - 4 - (76 + 3 + 1.2 + 1.0 mtp) = 9.30 GiB left; 4 GiB a stream at 512Ki tokens.
@@ -268,6 +269,6 @@ def test_weights_and_model_window_refusals(box):
 
 def test_fewer_streams_on_pages_show_in_the_startup_line(box):
     env = dict(box["env"], TENSORFOLD_STANDIN_GPU_FREE_GIB="94.5")
-    r0, r1, base, _ = start_pair(box, ["--context", "524288", "--parallel", "4"],
+    r0, r1, base, unused_master = start_pair(box, ["--context", "524288", "--parallel", "4"],
                                  ["--context", "524288", "--parallel", "4"], env=env)
     assert "2 streams at once, 4.00 GiB each at a 524288-token window" in read_log(box, 0)

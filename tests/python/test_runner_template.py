@@ -68,7 +68,7 @@ def test_runner_is_valid_bash(rendered):
 
 
 def test_argument_check_passes_every_setting_as_the_contract_names_it(rendered):
-    tmp, runner, _ = rendered
+    tmp, runner = rendered[0], rendered[1]
     seen = argument_check(tmp, runner, secret="canary-should-be-unset")
     argv, env = seen["argv"], seen["env"]
     assert argv[:2] == ["serve", "/nonexistent/argument-check"]

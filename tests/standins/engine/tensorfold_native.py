@@ -296,7 +296,7 @@ class Link(object):
             server.listen(1)
             server.settimeout(max(1.0, self.timeout))
             try:
-                self.sock, _ = server.accept()
+                self.sock, _peer = server.accept()
             except socket.timeout:
                 raise LinkError("rank 1 did not join within %d s" % self.timeout)
             finally:
@@ -504,7 +504,7 @@ def make_handler(state):
                 time.sleep(1.0 / rate)
 
         def _whole(self, path, words, prompt_tokens):
-            for _ in words:
+            for _word in words:
                 self._pause()
             text = " ".join(words)
             usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(words),
