@@ -148,13 +148,13 @@ def test_two_ranks_meet_agree_and_serve(box):
     assert wait_for(lambda: "rank 1: settings agreed, NCCL joined" in read_log(box, 1))
     assert "4 streams at once" in log0 and "65536-token window" in log0
     assert "warning: non-loopback" not in log0
-    status, _, body = http(base + "/health")
+    status, unused_headers, body = http(base + "/health")
     health = json.loads(body)
     assert status == 200 and health["live"]["connections"] == 0 and health["max_batch_size"] == 4
-    status, _, body = http(base + "/v1/models")
+    status, unused_headers, body = http(base + "/v1/models")
     assert json.loads(body)["data"][0] == {"id": "GLM-5.3-Flash", "object": "model",
                                            "created": json.loads(body)["data"][0]["created"], "owned_by": "tensorfold"}
-    status, _, body = http(base + "/nope")
+    status, unused_headers, body = http(base + "/nope")
     assert status == 404 and body == '{"error":{"message":"unknown path /nope"}}'
 
 
@@ -176,7 +176,7 @@ def test_chat_is_deterministic_streamed_or_not_and_takes_images(box):
     assert chunks[-1]["usage"]["completion_tokens"] == len(text.split())
     image = {"role": "user", "content": [{"type": "text", "text": "What is this?"},
                                          {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]}
-    status, _, body = http(base + "/v1/chat/completions", dict(request, messages=[image]))
+    status, unused_headers, body = http(base + "/v1/chat/completions", dict(request, messages=[image]))
     assert status == 200 and "image" in json.loads(body)["choices"][0]["message"]["content"]
 
 
@@ -237,8 +237,9 @@ def test_sigterm_stops_the_rank_and_the_other_follows(box):
 
 def test_window_refusal_word_for_word(box):
     env = dict(box["env"], TENSORFOLD_STANDIN_GPU_FREE_GIB="94.5", TENSORFOLD_STANDIN_MODEL_GIB="76.0")
-    r0, r1, base, unused_master = start_pair(box, ["--context", "1048576", "--vision", "--drafter", "/d"],
-                                 ["--context", "1048576", "--vision", "--drafter", "/d"], env=env)
+    r0, r1, base, unused_master = start_pair(
+        box, ["--context", "1048576", "--vision", "--drafter", "/d"],
+        ["--context", "1048576", "--vision", "--drafter", "/d"], env=env)
     assert r0.wait(10) == 1
     # 94.5 - 4 reserve - (76 + 3 dense + 1.2 head + 1.8 vision + 2.5 drafter) = 6.0 GiB; 8 GiB a 1M window.
     assert ("tensorfold: the CUDA memory budget fits no stream: one at a 1048576-token window takes 8.00 GiB, "
@@ -248,8 +249,8 @@ def test_window_refusal_word_for_word(box):
 
 def test_parallel_refusal_without_pages(box):
     env = dict(box["env"], TENSORFOLD_KV_PAGES="0")
-    r0, r1, base, unused_master = start_pair(box, ["--context", "524288", "--parallel", "4"],
-                                 ["--context", "524288", "--parallel", "4"], env=env)
+    r0, r1, base, unused_master = start_pair(
+        box, ["--context", "524288", "--parallel", "4"], ["--context", "524288", "--parallel", "4"], env=env)
     assert r0.wait(10) == 1
     # 94.5 - 4 - (76 + 3 + 1.2 + 1.0 mtp) = 9.30 GiB left; 4 GiB a stream at 512Ki tokens.
     assert ("tensorfold: --parallel 4 needs 16.00 GiB for its streams at a 524288-token window, and the CUDA "
@@ -269,6 +270,6 @@ def test_weights_and_model_window_refusals(box):
 
 def test_fewer_streams_on_pages_show_in_the_startup_line(box):
     env = dict(box["env"], TENSORFOLD_STANDIN_GPU_FREE_GIB="94.5")
-    r0, r1, base, unused_master = start_pair(box, ["--context", "524288", "--parallel", "4"],
-                                 ["--context", "524288", "--parallel", "4"], env=env)
+    r0, r1, base, unused_master = start_pair(
+        box, ["--context", "524288", "--parallel", "4"], ["--context", "524288", "--parallel", "4"], env=env)
     assert "2 streams at once, 4.00 GiB each at a 524288-token window" in read_log(box, 0)
