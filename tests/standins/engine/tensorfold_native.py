@@ -1,0 +1,670 @@
+#!/usr/bin/env python3
+"""Stand-in for TensorFold's Zig engine, ``tensorfold-native`` (tests only).
+
+The real engine serves GLM-5.3-Flash on two Blackwell GPUs from a 164 GiB checkpoint; neither
+exists on a test box. This program keeps the engine's contract as recorded in
+``engine-contract.md`` so the product's runner script and container run unchanged around it:
+
+* the command line: ``serve MODEL [flags]``, ``--version``, ``capabilities --json``; flag errors
+  print usage and exit 2; load failures print ``tensorfold: <problem>`` and exit 1, including
+  ``serve /nonexistent/argument-check`` ("neither a directory nor a Hugging Face repo id") and a
+  missing kernel set (``TENSORFOLD_CUDA_KERNELS``);
+* two tensor-parallel ranks meeting over TCP on ``--master:--master-port`` (rank 0 listens, rank 1
+  retries every 200 ms, each waits up to ``TF_TP_TIMEOUT_S``), the SHA-256 settings-fingerprint
+  exchange and its mismatch message, ``rank N: settings agreed, NCCL joined``; the control link
+  closing makes the other rank log ``rank N: <reason>; exiting`` and exit 3 (exit 0 when the other
+  rank said goodbye and no stream was open); SIGTERM logs the stop line and exits 0;
+* the startup lines and the memory-fit refusals, word for word, from a memory model (per rank:
+  GPU memory, weights by DENSE/HEAD packing, vision tower on rank 0, drafter, KV cost per token);
+* rank 0's HTTP API: /health (with live.connections), /v1/models, /v1/chat/completions (stream and
+  not, a deterministic reply at a set token rate, image_url parts), /v1/completions, /metrics,
+  Bearer / x-api-key auth with the engine's 401 body, the 404 body, context overflow 400.
+
+Settings the contract has no flag for travel as environment variables, as the runner sets them:
+``TENSORFOLD_KV_PAGES``, ``TENSORFOLD_DENSE``, ``TENSORFOLD_HEAD``, ``TENSORFOLD_ABSORB_MMA``,
+``TENSORFOLD_W8A8`` (bad values are flag errors, exit 2).
+
+The memory model and timing come from a JSON file named by ``TENSORFOLD_STANDIN_CONFIG`` and from
+``TENSORFOLD_STANDIN_<KEY>`` variables (upper-case keys of ``DEFAULTS``), so each test scenario
+sets the card it simulates. ``fail_rank``/``fail_after_s`` make one rank kill itself (SIGKILL)
+that long after the ranks agree, which is how tests reproduce a rank dying.
+
+Standard library only (Python 3.11).
+"""
+
+import argparse
+import hashlib
+import ipaddress
+import json
+import os
+import re
+import signal
+import socket
+import stat
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+VERSION = "tensorfold-native 0.6.4+standin (f350cd3e, zig 0.17.0, sm_120)"
+GIB = 1024 ** 3
+
+DEFAULTS = {
+    "gpu_name": "NVIDIA RTX PRO 6000 Blackwell Workstation Edition",
+    "gpu_free_gib": 94.5,          # free memory on each card at start
+    "model_gib": 76.0,             # a rank's share of the expert/attention weights
+    "dense_gib": {"bf16": 6.0, "q8": 3.0, "q6": 2.3, "q4": 1.5},
+    "head_gib": {"bf16": 1.2, "q8": 0.6, "q6": 0.45, "q4": 0.3},
+    "vision_gib": 1.8,             # rank 0 only, with --vision
+    "dflash2_gib": 2.5,            # --drafter DIR
+    "mtp_gib": 1.0,                # the checkpoint's MTP head (no --drafter, drafts on)
+    "kv_kib_per_token": {"fp8": 8, "bf16": 16},
+    "model_window": 1048576,
+    "tokens_per_s": 200.0,         # reply speed
+    "load_s": 1.0,                 # seconds "loading" after the ranks agree
+    "fail_rank": -1,               # a rank that kills itself once serving (-1: none)
+    "fail_after_s": 2.0,
+}
+
+MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
+PACKINGS = ("bf16", "q8", "q6", "q4")
+AUTH_BODY = {"error": {"message": "A valid API key is required", "type": "invalid_request_error",
+                       "param": None, "code": "invalid_api_key"}}
+
+
+def log(text):
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def load_config():
+    config = json.loads(json.dumps(DEFAULTS))
+    path = os.environ.get("TENSORFOLD_STANDIN_CONFIG")
+    if path and os.path.exists(path):
+        with open(path) as handle:
+            config.update(json.load(handle))
+    for key, default in DEFAULTS.items():
+        raw = os.environ.get("TENSORFOLD_STANDIN_" + key.upper())
+        if raw is None:
+            continue
+        if isinstance(default, dict):
+            config[key] = json.loads(raw)
+        elif isinstance(default, str):
+            config[key] = raw
+        elif isinstance(default, int) and not isinstance(default, bool):
+            config[key] = int(raw)
+        else:
+            config[key] = float(raw)
+    return config
+
+
+# ---------------------------------------------------------------------------- command line
+class UsageError(Exception):
+    pass
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def build_parser():
+    parser = Parser(prog="tensorfold-native", add_help=False,
+                    usage="tensorfold-native serve MODEL [flags] | --version | capabilities --json")
+    parser.add_argument("command", nargs="?")
+    parser.add_argument("model", nargs="?")
+    parser.add_argument("--version", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--name", default="GLM-5.3-Flash")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8020)
+    parser.add_argument("--context", type=int, default=0)
+    parser.add_argument("--parallel", default="4")
+    parser.add_argument("--max-tokens", type=int, default=32768)
+    parser.add_argument("--thinking", dest="thinking", action="store_true", default=False)
+    parser.add_argument("--no-thinking", dest="thinking", action="store_false")
+    parser.add_argument("--reasoning-effort", choices=["low", "medium", "high", "xhigh"], default="high")
+    parser.add_argument("--kv-dtype", choices=["fp8", "bf16"], default="fp8")
+    parser.add_argument("--vision", action="store_true")
+    parser.add_argument("--no-drafts", action="store_true")
+    parser.add_argument("--drafter")
+    parser.add_argument("--tp", type=int, default=1)
+    parser.add_argument("--rank", type=int, default=0)
+    parser.add_argument("--master")
+    parser.add_argument("--master-port", type=int)
+    parser.add_argument("--device", type=int)
+    parser.add_argument("--api-key", action="append", default=[])
+    parser.add_argument("--api-key-file")
+    parser.add_argument("--metrics-open", action="store_true")
+    return parser
+
+
+def check_flags(args):
+    """Flag errors the engine reports before touching a GPU or the model (exit 2)."""
+    if args.parallel != "auto":
+        if not args.parallel.isdigit() or not 1 <= int(args.parallel) <= 8:
+            raise UsageError("--parallel must be 1 to 8 or auto, not %s" % args.parallel)
+    if args.context < 0:
+        raise UsageError("--context must be 0 or a positive number of tokens")
+    if args.max_tokens < 1:
+        raise UsageError("--max-tokens must be positive")
+    if not 1 <= args.port <= 65535:
+        raise UsageError("--port must be 1 to 65535")
+    if args.tp not in (1, 2):
+        raise UsageError("--tp must be 1 or 2")
+    if args.rank not in range(args.tp):
+        raise UsageError("--rank must be below --tp")
+    if args.tp == 2:
+        if not args.master or args.master_port is None:
+            raise UsageError("--tp 2 needs --master IP and --master-port N")
+        try:
+            ipaddress.ip_address(args.master)
+        except ValueError:
+            raise UsageError("--master must be an IP address, not a host name: %s" % args.master)
+        if not 1 <= args.master_port <= 65534:
+            raise UsageError("--master-port must be 1 to 65534")
+    if args.no_drafts and args.drafter:
+        raise UsageError("--no-drafts and --drafter exclude each other")
+    for name in ("TENSORFOLD_DENSE", "TENSORFOLD_HEAD"):
+        value = os.environ.get(name, "q8" if name == "TENSORFOLD_DENSE" else "bf16")
+        if value not in PACKINGS:
+            raise UsageError("%s must be bf16, q8, q6 or q4, not %s" % (name, value))
+    for name in ("TENSORFOLD_KV_PAGES", "TENSORFOLD_ABSORB_MMA", "TENSORFOLD_W8A8"):
+        if os.environ.get(name, "0") not in ("0", "1"):
+            raise UsageError("%s must be 0 or 1" % name)
+    reserve = os.environ.get("TENSORFOLD_MEMORY_RESERVE_GIB", "4")
+    try:
+        float(reserve)
+    except ValueError:
+        raise UsageError("TENSORFOLD_MEMORY_RESERVE_GIB must be a number of GiB")
+
+
+class LoadError(Exception):
+    pass
+
+
+def api_keys(args):
+    keys = list(args.api_key)
+    if args.api_key_file:
+        try:
+            mode = stat.S_IMODE(os.stat(args.api_key_file).st_mode)
+        except OSError as err:
+            raise LoadError("cannot read --api-key-file %s: %s" % (args.api_key_file, err.strerror))
+        if mode & 0o077:
+            raise LoadError("--api-key-file %s must be mode 600, not %o" % (args.api_key_file, mode))
+        with open(args.api_key_file) as handle:
+            keys += [k.strip() for k in handle.read().replace(",", "\n").splitlines() if k.strip()]
+    keys += [k.strip() for k in os.environ.get("TENSORFOLD_API_KEY", "").split(",") if k.strip()]
+    return keys
+
+
+def snapshot_hash(model):
+    digest = hashlib.sha256()
+    for root, dirs, files in os.walk(model):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            digest.update(("%s %d\n" % (os.path.relpath(path, model), os.path.getsize(path))).encode())
+    return digest.hexdigest()[:16]
+
+
+def settings_text(args):
+    own = open(os.path.abspath(__file__), "rb").read()
+    drafts = "none" if args.no_drafts else ("dflash2:" + args.drafter if args.drafter else "mtp")
+    return ("checkpoint=%s snapshot=%s context=%d parallel=%s drafts=%s kv=%s kv_pages=%s dense=%s head=%s "
+            "kernels=%s absorb_mma=%s w8a8=%s binary=%s" % (
+                args.model, snapshot_hash(args.model), args.context, args.parallel, drafts, args.kv_dtype,
+                os.environ.get("TENSORFOLD_KV_PAGES", "0"), os.environ.get("TENSORFOLD_DENSE", "q8"),
+                os.environ.get("TENSORFOLD_HEAD", "bf16"), os.environ.get("TENSORFOLD_CUDA_KERNELS", ""),
+                os.environ.get("TENSORFOLD_ABSORB_MMA", "0"), os.environ.get("TENSORFOLD_W8A8", "0"),
+                hashlib.sha256(own).hexdigest()[:16]))
+
+
+# ---------------------------------------------------------------------------- memory model
+def plan_memory(args, config, rank):
+    """Return (window, streams, per_stream_gib, left_gib, model_gib, reserve) or raise LoadError
+    with the engine's refusal text."""
+    reserve = float(os.environ.get("TENSORFOLD_MEMORY_RESERVE_GIB", "4"))
+    free = float(config["gpu_free_gib"])
+    limit = os.environ.get("TENSORFOLD_CUDA_MEMORY_LIMIT_GB")
+    extra = ""
+    if limit:
+        free = min(free, float(limit))
+        extra = ", capped by TENSORFOLD_CUDA_MEMORY_LIMIT_GB=%s" % limit
+    weights = (float(config["model_gib"]) + float(config["dense_gib"][os.environ.get("TENSORFOLD_DENSE", "q8")])
+               + float(config["head_gib"][os.environ.get("TENSORFOLD_HEAD", "bf16")]))
+    extras = 0.0
+    if args.vision and rank == 0:
+        extras += float(config["vision_gib"])
+    if not args.no_drafts:
+        extras += float(config["dflash2_gib"] if args.drafter else config["mtp_gib"])
+    model = weights + extras
+    if model > free - reserve:
+        raise LoadError(
+            "the checkpoint's %.1f GiB of weights do not fit the %.1f GiB the CUDA memory budget grants "
+            "(%.1f GiB free less a %.1f GiB reserve%s); free device memory or adjust "
+            "TENSORFOLD_MEMORY_RESERVE_GIB / TENSORFOLD_CUDA_MEMORY_LIMIT_GB"
+            % (model, free - reserve, free, reserve, extra))
+    window = args.context or int(config["model_window"])
+    if window > int(config["model_window"]):
+        raise LoadError("--context %d exceeds this model's %d-token window" % (window, int(config["model_window"])))
+    left = free - reserve - model
+    per_stream = window * float(config["kv_kib_per_token"][args.kv_dtype]) * 1024 / GIB
+    if per_stream > left:
+        raise LoadError(
+            "the CUDA memory budget fits no stream: one at a %d-token window takes %.2f GiB, and %.2f GiB is "
+            "left after the model's %.2f GiB and the %.1f GiB reserve; lower --context, or free device memory"
+            % (window, per_stream, left, model, reserve))
+    fit = int(left // per_stream)
+    paged = os.environ.get("TENSORFOLD_KV_PAGES", "0") == "1"
+    if args.parallel == "auto":
+        streams = min(8, fit)
+    else:
+        asked = int(args.parallel)
+        if asked > fit and not paged:
+            raise LoadError(
+                "--parallel %d needs %.2f GiB for its streams at a %d-token window, and the CUDA memory budget "
+                "leaves %.2f GiB: serve --parallel %d, or lower --context"
+                % (asked, asked * per_stream, window, left, fit))
+        # With one shared pool of pages a request that does not fit waits for pages: as many
+        # streams run at once as full windows fit, at most the number asked.
+        streams = min(asked, fit)
+    return window, streams, per_stream, left, model, reserve
+
+
+# ---------------------------------------------------------------------------- two ranks
+class Link(object):
+    """The ranks' control link: fingerprint exchange, then a watch for the other rank leaving."""
+
+    def __init__(self, args, timeout):
+        self.args = args
+        self.timeout = timeout
+        self.sock = None
+        self.goodbye = False
+
+    def connect(self):
+        addr = "%s:%d" % (self.args.master, self.args.master_port)
+        deadline = time.time() + self.timeout
+        if self.args.rank == 0:
+            log("rank 0: waiting for rank 1 on %s" % addr)
+            server = socket.socket(socket.AF_INET6 if ":" in self.args.master else socket.AF_INET)
+            server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                server.bind((self.args.master, self.args.master_port))
+            except OSError as err:
+                raise LoadError("cannot listen on %s: %s" % (addr, err.strerror))
+            server.listen(1)
+            server.settimeout(max(1.0, self.timeout))
+            try:
+                self.sock, _peer = server.accept()
+            except socket.timeout:
+                raise LinkError("rank 1 did not join within %d s" % self.timeout)
+            finally:
+                server.close()
+        else:
+            log("rank 1: joining rank 0 at %s" % addr)
+            while True:
+                try:
+                    self.sock = socket.create_connection((self.args.master, self.args.master_port), timeout=2)
+                    break
+                except OSError:
+                    if time.time() > deadline:
+                        raise LinkError("rank 0 did not answer within %d s" % self.timeout)
+                    time.sleep(0.2)
+        self.sock.settimeout(None)
+
+    def exchange(self, text):
+        mine = hashlib.sha256(text.encode()).hexdigest()
+        self.sock.sendall(("hello %s\n" % mine).encode())
+        line = self._readline()
+        if not line.startswith("hello "):
+            raise LinkError("rank %d closed the control link" % (1 - self.args.rank))
+        return line.split(" ", 1)[1] == mine
+
+    def _readline(self):
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = self.sock.recv(1)
+            if not chunk:
+                break
+            data += chunk
+        return data.decode(errors="replace").strip()
+
+    def send(self, word):
+        try:
+            self.sock.sendall((word + "\n").encode())
+        except OSError:
+            pass
+
+    def watch(self, on_close):
+        def run():
+            while True:
+                line = self._readline()
+                if line == "bye":
+                    self.goodbye = True
+                    continue
+                if not line:
+                    on_close()
+                    return
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+
+
+class LinkError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------- HTTP API
+class State(object):
+    def __init__(self, args, config, keys, streams, window):
+        self.args = args
+        self.config = config
+        self.keys = keys
+        self.streams = streams
+        self.window = window
+        self.lock = threading.Lock()
+        self.connections = 0
+        self.requests = 0
+        self.tokens = 0
+        self.created = int(time.time())
+
+
+def reply_words(messages, max_tokens):
+    """The deterministic reply: the same request always gets the same words."""
+    last = ""
+    images = 0
+    for message in messages or []:
+        content = message.get("content")
+        if isinstance(content, list):
+            texts = [p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"]
+            images += sum(1 for p in content if isinstance(p, dict) and p.get("type") == "image_url")
+            content = " ".join(texts)
+        if message.get("role") == "user":
+            last = content or ""
+    digest = hashlib.sha256(last.encode()).hexdigest()[:8]
+    words = ["Hello", "from", "the", "GLM-5.3-Flash", "stand-in."]
+    if images:
+        words += ["I", "see", str(images), "image%s." % ("" if images == 1 else "s")]
+    words += ["Your", "message", "had", str(len(last.split())), "words", "(%s)." % digest]
+    return words[:max(1, int(max_tokens))]
+
+
+def make_handler(state):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "tensorfold-native"
+
+        def log_message(self, fmt, *values):  # access log off, like the engine's default
+            pass
+
+        def _json(self, code, body, headers=None):
+            data = json.dumps(body, separators=(",", ":")).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _authorised(self):
+            if not state.keys:
+                return True
+            bearer = self.headers.get("Authorization", "")
+            given = bearer[7:].strip() if bearer.startswith("Bearer ") else self.headers.get("x-api-key", "")
+            if given in state.keys:
+                return True
+            self._json(401, AUTH_BODY, {"WWW-Authenticate": "Bearer"})
+            return False
+
+        def _not_found(self):
+            self._json(404, {"error": {"message": "unknown path %s" % self.path.split("?")[0]}})
+
+        def do_GET(self):
+            path = self.path.split("?")[0]
+            if path == "/health":
+                if state.keys:
+                    return self._json(200, {"status": "ok"})
+                with state.lock:
+                    live = {"connections": state.connections, "streams": state.streams}
+                return self._json(200, {
+                    "status": "ok", "model": state.args.name, "model_ids": [state.args.name],
+                    "max_batch_size": state.streams, "warming": False,
+                    "memory": {"window": state.window, "streams": state.streams}, "live": live})
+            if path == "/v1/models":
+                if not self._authorised():
+                    return None
+                return self._json(200, {"object": "list", "data": [
+                    {"id": state.args.name, "object": "model", "created": state.created, "owned_by": "tensorfold"}]})
+            if path == "/metrics":
+                if not state.args.metrics_open and not self._authorised():
+                    return None
+                with state.lock:
+                    text = ("# TYPE tensorfold_requests_total counter\ntensorfold_requests_total %d\n"
+                            "# TYPE tensorfold_generated_tokens_total counter\ntensorfold_generated_tokens_total %d\n"
+                            "# TYPE tensorfold_live_connections gauge\ntensorfold_live_connections %d\n"
+                            % (state.requests, state.tokens, state.connections))
+                data = text.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return None
+            return self._not_found()
+
+        def do_POST(self):
+            path = self.path.split("?")[0]
+            if path not in ("/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages"):
+                return self._not_found()
+            if not self._authorised():
+                return None
+            length = int(self.headers.get("Content-Length") or 0)
+            try:
+                body = json.loads(self.rfile.read(length) or b"{}")
+            except ValueError:
+                return self._json(400, {"error": {"message": "the request body is not JSON",
+                                                  "type": "invalid_request_error", "code": "invalid_json"}})
+            if path == "/v1/completions":
+                messages = [{"role": "user", "content": body.get("prompt", "")}]
+            elif path == "/v1/responses":
+                source = body.get("input", "")
+                messages = source if isinstance(source, list) else [{"role": "user", "content": source}]
+            else:
+                messages = body.get("messages") or []
+            has_image = any(isinstance(m.get("content"), list) and any(
+                isinstance(p, dict) and p.get("type") == "image_url" for p in m["content"]) for m in messages)
+            if has_image and not state.args.vision:
+                return self._json(400, {"error": {"message": "image input needs --vision",
+                                                  "type": "invalid_request_error", "code": "unsupported_content"}})
+            prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
+            if prompt_tokens > state.window:
+                return self._json(400, {"error": {
+                    "message": "the prompt's %d tokens exceed the %d-token context" % (prompt_tokens, state.window),
+                    "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})
+            max_tokens = body.get("max_tokens") or body.get("max_completion_tokens") or state.args.max_tokens
+            words = reply_words(messages, max_tokens)
+            with state.lock:
+                state.connections += 1
+                state.requests += 1
+            try:
+                if body.get("stream") and path == "/v1/chat/completions":
+                    self._stream(body, words, prompt_tokens)
+                else:
+                    self._whole(path, words, prompt_tokens)
+            finally:
+                with state.lock:
+                    state.connections -= 1
+                    state.tokens += len(words)
+            return None
+
+        def _pause(self):
+            rate = float(state.config["tokens_per_s"])
+            if rate > 0:
+                time.sleep(1.0 / rate)
+
+        def _whole(self, path, words, prompt_tokens):
+            for _word in words:
+                self._pause()
+            text = " ".join(words)
+            usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(words),
+                     "total_tokens": prompt_tokens + len(words)}
+            ident = "chatcmpl-" + hashlib.sha256(text.encode()).hexdigest()[:12]
+            if path == "/v1/completions":
+                body = {"id": ident, "object": "text_completion", "created": int(time.time()), "model": state.args.name,
+                        "choices": [{"index": 0, "text": text, "finish_reason": "stop"}], "usage": usage}
+            elif path == "/v1/responses":
+                body = {"id": ident, "object": "response", "model": state.args.name, "status": "completed",
+                        "output": [{"type": "message", "role": "assistant",
+                                    "content": [{"type": "output_text", "text": text}]}]}
+            elif path == "/v1/messages":
+                body = {"id": ident, "type": "message", "role": "assistant", "model": state.args.name,
+                        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn"}
+            else:
+                body = {"id": ident, "object": "chat.completion", "created": int(time.time()), "model": state.args.name,
+                        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                     "finish_reason": "stop"}], "usage": usage}
+            self._json(200, body)
+
+        def _stream(self, body, words, prompt_tokens):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            ident = "chatcmpl-" + hashlib.sha256(" ".join(words).encode()).hexdigest()[:12]
+            created = int(time.time())
+
+            def event(choices, extra=None):
+                chunk = {"id": ident, "object": "chat.completion.chunk", "created": created,
+                         "model": state.args.name, "choices": choices}
+                chunk.update(extra or {})
+                self.wfile.write(("data: %s\n\n" % json.dumps(chunk, separators=(",", ":"))).encode())
+                self.wfile.flush()
+
+            event([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
+            for number, word in enumerate(words):
+                self._pause()
+                event([{"index": 0, "delta": {"content": (" " if number else "") + word}, "finish_reason": None}])
+            event([{"index": 0, "delta": {}, "finish_reason": "stop"}])
+            if (body.get("stream_options") or {}).get("include_usage"):
+                event([], {"usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(words),
+                                     "total_tokens": prompt_tokens + len(words)}})
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+            self.close_connection = True
+
+    return Handler
+
+
+# ---------------------------------------------------------------------------- main
+def serve(args, config):
+    if not os.path.isdir(args.model) and not MODEL_ID.match(args.model):
+        raise LoadError("%s is neither a directory nor a Hugging Face repo id" % args.model)
+    keys = api_keys(args)
+    kernels = os.environ.get("TENSORFOLD_CUDA_KERNELS", "")
+    if not kernels or not os.path.isfile(os.path.join(kernels, "aot.json")):
+        raise LoadError("no CUDA kernel set for sm_120 at %s" % (kernels or "(TENSORFOLD_CUDA_KERNELS unset)"))
+    if not os.path.isdir(args.model):
+        raise LoadError("%s is not downloaded and HF_HUB_OFFLINE is set" % args.model)
+    rank = args.rank
+    device = args.device if args.device is not None else int(os.environ.get("TF_CUDA_DEVICE", "0"))
+    started = time.time()
+    link = None
+    stopping = {"now": False}
+
+    def on_term(signum, frame):
+        log("tensorfold: stop signal: this rank exits, the other follows")
+        stopping["now"] = True
+        if link is not None:
+            link.send("bye")
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+
+    if args.tp == 2:
+        link = Link(args, float(os.environ.get("TF_TP_TIMEOUT_S", "600")))
+        link.connect()
+        text = settings_text(args)
+        if not link.exchange(text):
+            log('rank %d loads with "%s"; the other rank\'s settings differ (see its log)' % (rank, text))
+            return 1
+        log("rank %d: settings agreed, NCCL joined" % rank)
+    window, streams, per_stream, left, model, reserve = plan_memory(args, config, rank)
+    state = State(args, config, keys, streams, window)
+
+    def other_left():
+        if stopping["now"]:
+            return
+        reason = "rank %d closed the control link" % (1 - rank)
+        log("rank %d: %s; exiting" % (rank, reason))
+        with state.lock:
+            open_streams = state.connections
+        os._exit(0 if (link.goodbye and open_streams == 0) else 3)
+
+    if link is not None:
+        link.watch(other_left)
+    if int(config["fail_rank"]) == rank:
+        # Fault injection for tests: this rank dies (SIGKILL) fail_after_s after the ranks agreed.
+        def die():
+            time.sleep(float(config["fail_after_s"]))
+            os.kill(os.getpid(), signal.SIGKILL)
+        threading.Thread(target=die, daemon=True).start()
+    time.sleep(float(config["load_s"]))
+    log("CUDA sm_120 device %d (%s): model %.2f GiB; %d stream%s at once, %.2f GiB each at a %d-token window, "
+        "of %.1f GiB left after a %.1f GiB reserve; prompts in 2048-row chunks"
+        % (device, config["gpu_name"], model, streams, "" if streams == 1 else "s", per_stream, window, left, reserve))
+    if rank != 0:
+        while True:  # rank 1 follows rank 0's steps; it serves no HTTP
+            time.sleep(3600)
+    drafts = "off" if args.no_drafts else ("dflash2" if args.drafter else "mtp")
+    try:
+        server = ThreadingHTTPServer((args.host, args.port), make_handler(state))
+    except OSError as err:
+        raise LoadError("cannot listen on %s:%d: %s" % (args.host, args.port, err.strerror))
+    server.daemon_threads = True
+    if not keys and args.host not in ("127.0.0.1", "::1", "localhost"):
+        log("warning: non-loopback server has no API key; requests are open")
+    log("serving %s at http://%s:%d/v1 (sampling: temperature 0.6, top_p 0.95; drafts: %s; context: %d; "
+        "thinking: %s, effort %s; loaded in %.1fs)"
+        % (args.name, args.host, args.port, drafts, window, "on" if args.thinking else "off",
+           args.reasoning_effort, time.time() - started))
+    server.serve_forever()
+    return 0
+
+
+def main(argv=None):
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = parser.parse_args(argv)
+        if args.version:
+            print(VERSION)
+            return 0
+        if args.command == "capabilities":
+            caps = {"version": VERSION, "sm": ["sm_120"], "tp": [1, 2], "kv_dtype": ["fp8", "bf16"],
+                    "packings": list(PACKINGS), "drafters": ["dflash2", "mtp"], "vision": True,
+                    "max_parallel": 8, "api": ["/health", "/v1/models", "/v1/chat/completions", "/v1/completions",
+                                               "/v1/responses", "/v1/messages", "/metrics"]}
+            print(json.dumps(caps, indent=2 if not args.json else None))
+            return 0
+        if args.command != "serve" or not args.model:
+            raise UsageError("expected: serve MODEL [flags]")
+        check_flags(args)
+    except UsageError as err:
+        sys.stderr.write("tensorfold-native: %s\n%s\n" % (err, parser.format_usage().strip()))
+        return 2
+    log(VERSION)
+    try:
+        return serve(args, load_config())
+    except LoadError as err:
+        log("tensorfold: %s" % err)
+        return 1
+    except LinkError as err:
+        log("rank %d: %s; exiting" % (args.rank, err))
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,224 @@
+# -*- coding: utf-8 -*-
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import random
+from fractions import Fraction
+
+import pytest
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils.context_fit import (
+    KEY_FIELDS,
+    analyse,
+    fit_key,
+    parse_cache,
+    parse_startup,
+    read_cache_file,
+    write_cache_entry,
+)
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+
+
+def no_stream(window, one, left, model=82.10, reserve=4.0):
+    return ("tensorfold: the CUDA memory budget fits no stream: one at a %d-token window takes %.2f GiB, "
+            "and %.2f GiB is left after the model's %.2f GiB and the %.1f GiB reserve; lower --context, "
+            "or free device memory" % (window, one, left, model, reserve))
+
+
+def parallel_refusal(p, need, window, leaves, q):
+    return ("tensorfold: --parallel %d needs %.2f GiB for its streams at a %d-token window, and the CUDA "
+            "memory budget leaves %.2f GiB: serve --parallel %d, or lower --context" % (p, need, window, leaves, q))
+
+
+def _fixture(name):
+    with open(os.path.join(FIXTURES, name)) as handle:
+        return handle.read()
+
+
+def test_no_stream_refusal_gives_largest_page_multiple_that_fits():
+    # 8.00 GiB a stream at 1,048,576 tokens, 5.30 GiB left: 5.30/8 * 1048576 = 694681.6 -> 1356 pages.
+    found = analyse(no_stream(1048576, 8.00, 5.30), 1048576, "4", kv_pages=True)
+    assert found["refused"] is True
+    assert found["kind"] == "no_stream"
+    assert found["context"] == 694272
+    assert found["reason"].startswith("tensorfold: the CUDA memory budget fits no stream")
+
+
+def test_without_pages_every_stream_needs_a_full_window():
+    text = no_stream(1048576, 8.00, 5.30)
+    paged = analyse(text, 1048576, "4", kv_pages=True)["context"]
+    unpaged = analyse(text, 1048576, "4", kv_pages=False)["context"]
+    # 5.30/(4*8) * 1048576 = 173670.4 -> 339 pages of 512.
+    assert unpaged == 173568
+    assert paged > unpaged
+
+
+def test_without_pages_auto_parallel_needs_one_stream():
+    text = no_stream(1048576, 8.00, 5.30)
+    assert analyse(text, 1048576, "auto", kv_pages=False)["context"] == 694272
+
+
+def test_parallel_refusal_uses_the_streams_named_in_the_message():
+    # 4 streams need 12.00 GiB at 262,144 tokens: 3 GiB each; 7.50 GiB leaves room for 2.5 streams.
+    text = parallel_refusal(4, 12.00, 262144, 7.50, 2)
+    found = analyse(text, 1048576, "4", kv_pages=False)
+    assert found["kind"] == "parallel"
+    # 7.5 / (4 * 12/(4*262144)) = 163840 tokens a stream for 4 streams.
+    assert found["context"] == 163840
+    paged = analyse(text, 1048576, "4", kv_pages=True)
+    # one request: 7.5 / (3/262144) = 655360.
+    assert paged["context"] == 655360
+
+
+def test_answer_never_exceeds_requested_window():
+    text = no_stream(1048576, 1.00, 50.00)  # everything fits many times over
+    assert analyse(text, 262144, "4")["context"] == 262144
+    assert analyse(text, 262145, "4")["context"] == 262144  # rounded down to a page
+
+
+def test_requested_window_not_a_page_multiple_rounds_down():
+    text = no_stream(1048576, 8.00, 100.0)
+    assert analyse(text, 1000, "1", page_rows=512)["context"] == 512
+
+
+def test_nothing_fits_when_not_even_one_page_does():
+    text = no_stream(1048576, 8000.00, 0.01)
+    found = analyse(text, 1048576, "4")
+    assert found["refused"] is True
+    assert found["context"] is None
+
+
+def test_weights_refusal_has_no_answer():
+    text = ("tensorfold: the checkpoint's 90.5 GiB of weights do not fit the 87.6 GiB the CUDA memory budget "
+            "grants (91.6 GiB free less a 4.0 GiB reserve); free device memory or adjust "
+            "TENSORFOLD_MEMORY_RESERVE_GIB / TENSORFOLD_CUDA_MEMORY_LIMIT_GB")
+    found = analyse(text, 1048576, "4")
+    assert found == {"refused": True, "kind": "weights", "context": None, "reason": text,
+                     "streams": None, "window": None}
+
+
+def test_weights_refusal_wins_over_a_window_refusal_of_the_other_rank():
+    text = no_stream(1048576, 8.00, 5.30) + "\n" + (
+        "tensorfold: the checkpoint's 90.5 GiB of weights do not fit the 87.6 GiB the CUDA memory budget "
+        "grants (91.6 GiB free less a 4.0 GiB reserve); free device memory")
+    found = analyse(text, 1048576, "4")
+    assert found["kind"] == "weights" and found["context"] is None
+
+
+def test_model_window_refusal_gives_the_model_window():
+    text = "tensorfold: --context 1048576 exceeds this model's 524288-token window"
+    found = analyse(text, 1048576, "4")
+    assert found["kind"] == "window"
+    assert found["context"] == 524288
+
+
+def test_two_ranks_refusing_take_the_smaller_answer():
+    rank1 = no_stream(1048576, 8.00, 7.10)
+    rank0 = no_stream(1048576, 8.00, 5.30)
+    found = analyse(rank1 + "\n" + rank0, 1048576, "4")
+    assert found["context"] == 694272
+    assert "5.30 GiB is left" in found["reason"]
+
+
+def test_startup_line_gives_streams_and_window():
+    line = ("CUDA sm_120 device 0 (NVIDIA RTX PRO 6000 Blackwell Workstation Edition): model 82.10 GiB; "
+            "3 streams at once, 2.31 GiB each at a 262144-token window, of 9.4 GiB left after a 4.0 GiB "
+            "reserve; prompts in 2048-row chunks")
+    assert parse_startup("noise\n" + line + "\n") == (3, 262144)
+    found = analyse(line, 1048576, "4")
+    assert found["refused"] is False and found["context"] is None
+    assert (found["streams"], found["window"]) == (3, 262144)
+
+
+def test_single_stream_startup_line():
+    line = ("CUDA sm_120 device 0 (NVIDIA RTX PRO 6000): model 80.00 GiB; 1 stream at once, 8.00 GiB each at a "
+            "1048576-token window, of 8.5 GiB left after a 4.0 GiB reserve; prompts in 2048-row chunks")
+    assert parse_startup(line) == (1, 1048576)
+
+
+def test_clean_log_is_not_refused():
+    found = analyse("rank 0: settings agreed, NCCL joined\nserving GLM-5.3-Flash at http://0.0.0.0:8020/v1", 1048576)
+    assert found["refused"] is False and found["kind"] is None and found["reason"] == ""
+
+
+def test_recorded_standin_log_refusal():
+    found = analyse(_fixture("rank0-refused.log"), 1048576, "4", kv_pages=True)
+    assert found["kind"] == "no_stream"
+    assert found["context"] == 694272
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_answer_is_maximal_for_random_figures(seed):
+    rng = random.Random(seed)
+    window = rng.choice([1048576, 524288, 262144, 131072])
+    page_rows = rng.choice([512, 256, 1024, 64])
+    kv_pages = rng.choice([True, False])
+    parallel = rng.randint(1, 8)
+    requested = rng.choice([1048576, 700000, 262144, 100003])
+    one = Fraction(rng.randint(50, 3000), 100)          # X.XX GiB
+    left = Fraction(rng.randint(10, 4000), 100)          # Y.YY GiB
+    text = no_stream(window, float(one), float(left))
+    found = analyse(text, requested, str(parallel), kv_pages=kv_pages, page_rows=page_rows)
+    streams = 1 if kv_pages else parallel
+    per_token = one / window
+
+    def fits(w):
+        return streams * w * per_token <= left
+
+    answer = found["context"]
+    if answer is None:
+        assert not fits(page_rows) or requested < page_rows
+        return
+    assert answer % page_rows == 0
+    assert answer <= requested
+    assert fits(answer)
+    assert answer + page_rows > requested or not fits(answer + page_rows)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_parallel_answer_is_maximal_for_random_figures(seed):
+    rng = random.Random(1000 + seed)
+    p = rng.randint(2, 8)
+    window = rng.choice([1048576, 262144])
+    need = Fraction(rng.randint(500, 9000), 100)
+    leaves = Fraction(rng.randint(100, 900), 100)
+    text = parallel_refusal(p, float(need), window, float(leaves), 1)
+    found = analyse(text, 1048576, str(p), kv_pages=False)
+    per_stream_token = need / (p * window)
+    answer = found["context"]
+    assert answer is not None
+    assert p * answer * per_stream_token <= leaves
+    assert p * (answer + 512) * per_stream_token > leaves or answer + 512 > 1048576
+
+
+def test_fit_key_changes_with_every_field():
+    base = dict((name, "x") for name in KEY_FIELDS)
+    keys = {fit_key(base)}
+    for name in KEY_FIELDS:
+        changed = dict(base)
+        changed[name] = "y"
+        keys.add(fit_key(changed))
+    assert len(keys) == len(KEY_FIELDS) + 1
+    assert fit_key(dict(base)) == fit_key(dict(base))
+
+
+def test_cache_round_trip(tmp_path):
+    path = str(tmp_path / "state" / "context-fit.tsv")
+    assert read_cache_file(path) == ({}, {})
+    assert write_cache_entry(path, "abc", 694272, now="2026-11-29T10:00:00Z") is True
+    assert write_cache_entry(path, "abc", 694272) is False
+    assert write_cache_entry(path, "def", 512, now="2026-11-29T11:00:00Z") is True
+    entries, recorded = read_cache_file(path)
+    assert entries == {"abc": 694272, "def": 512}
+    assert recorded["abc"] == "2026-11-29T10:00:00Z"
+    with open(path) as handle:
+        lines = handle.read().splitlines()
+    assert lines[1] == "abc\t694272\t2026-11-29T10:00:00Z"
+
+
+def test_parse_cache_skips_broken_lines_and_later_lines_win():
+    text = "# header\nabc\t100\t\nbroken line\nxyz\tnotanumber\nabc\t200\tt\n"
+    assert parse_cache(text) == {"abc": 200}
