@@ -14,8 +14,8 @@ module: docker_daemon_runtime
 short_description: Register a runtime (such as nvidia) in Docker's daemon.json without rewriting the file
 version_added: 0.1.0
 description:
-  - Sets C(runtimes.NAME) in Docker's C(daemon.json) to C({"args": [...], "path": ...}), the entry
-    C(nvidia-ctk runtime configure --runtime=docker) writes, and optionally C(default-runtime).
+  - Sets C(runtimes.NAME) in Docker's C(daemon.json) to an object with C(args) and C(path), the
+    entry C(nvidia-ctk runtime configure --runtime=docker) writes, and optionally C(default-runtime).
   - Unlike C(nvidia-ctk), which parses and re-serialises the whole file, this module splices the
     entry into the existing text, so every other key keeps its bytes (order, indentation, spacing,
     inline objects). New text follows the file's own indentation.
