@@ -24,7 +24,7 @@ description:
   - A file that is not a JSON object, or whose C(runtimes) is not an object, is left untouched and
     the module fails naming the file.
 author:
-  - glm53.tensorfold contributors
+  - glm53.tensorfold contributors (@glm53)
 options:
   path:
     description: Docker's daemon configuration file.
@@ -53,8 +53,10 @@ options:
     default: "0644"
 attributes:
   check_mode:
+    description: Reports whether the file would change, and writes nothing.
     support: full
   diff_mode:
+    description: Shows the file before and after.
     support: full
 notes:
   - The edit is checked before writing, the merged text must parse to the original document plus

@@ -56,7 +56,7 @@ def stanza(text):
     for line in text.splitlines():
         if line.startswith("#") or not line.strip():
             continue
-        key, _, value = line.partition(":")
+        key, dummy, value = line.partition(":")
         assert not line[0].isspace(), "no continuation lines expected: %r" % line
         fields[key] = value.strip()
     return fields
