@@ -70,4 +70,6 @@ docker_engine
 python_venv
 collection_link
 bash scripts/build-base-image.sh
+# Debian 13 boxes (molecule/nvidia_toolkit's second platform).
+bash scripts/build-base-image.sh trixie
 log "ready"

@@ -1,0 +1,143 @@
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+
+import pytest
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils.docker_daemon_config import (
+    DaemonConfigError,
+    detect_indent,
+    merge_runtime,
+    runtime_entry,
+    set_member,
+)
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "daemon_json")
+RUNTIME = "/usr/bin/nvidia-container-runtime"
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as handle:
+        return handle.read()
+
+
+def only_inserted(old, new):
+    """True when new is old with one contiguous piece of text added (nothing else moved)."""
+    prefix = 0
+    while prefix < len(old) and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < len(old) - prefix and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]:
+        suffix += 1
+    return prefix + suffix == len(old)
+
+
+def test_empty_file_gets_the_layout_nvidia_ctk_writes():
+    new, changed = merge_runtime("", "nvidia", "nvidia-container-runtime")
+    assert changed
+    assert new == fixture("nvidia_ctk_written.json") + "\n"
+
+
+def test_file_written_by_nvidia_ctk_is_left_alone():
+    text = fixture("nvidia_ctk_written.json")
+    assert merge_runtime(text, "nvidia", "nvidia-container-runtime") == (text, False)
+
+
+def test_operator_keys_keep_every_byte_and_the_runtime_is_added():
+    old = fixture("operator_2space.json")
+    new, changed = merge_runtime(old, "nvidia", RUNTIME)
+    assert changed
+    assert only_inserted(old, new)
+    document = json.loads(new)
+    assert document["runtimes"] == {"nvidia": {"args": [], "path": RUNTIME}}
+    assert document["log-opts"] == {"max-size": "100m", "max-file": "3"}
+    # the addition follows the file's own 2-space style
+    assert '\n  "runtimes": {\n    "nvidia": {\n      "args": [],\n      "path": "%s"\n    }\n  }\n}\n' % RUNTIME in new
+
+
+def test_second_merge_changes_nothing():
+    once, dummy = merge_runtime(fixture("operator_2space.json"), "nvidia", RUNTIME)
+    assert merge_runtime(once, "nvidia", RUNTIME) == (once, False)
+
+
+def test_one_line_file_stays_on_one_line():
+    old = fixture("one_line.json")
+    new, changed = merge_runtime(old, "nvidia", RUNTIME)
+    assert changed and only_inserted(old, new)
+    assert "\n" not in new
+    assert new.endswith(', "runtimes": {"nvidia": {"args": [], "path": "%s"}}}' % RUNTIME)
+
+
+def test_tabs_and_another_runtime_are_kept():
+    old = fixture("tabs_other_runtime.json")
+    new, changed = merge_runtime(old, "nvidia", RUNTIME)
+    assert changed and only_inserted(old, new)
+    assert '\t\t},\n\t\t"nvidia": {\n\t\t\t"args": [],\n\t\t\t"path": "%s"\n\t\t}\n\t},' % RUNTIME in new
+    assert json.loads(new)["runtimes"]["crun"] == {"path": "/usr/bin/crun"}
+
+
+def test_stale_nvidia_entry_is_replaced_and_nothing_around_it_moves():
+    old = fixture("stale_nvidia.json")
+    new, changed = merge_runtime(old, "nvidia", RUNTIME)
+    assert changed
+    start = old.index('"nvidia": ') + len('"nvidia": ')
+    end = old.index("}", start) + 1
+    assert new[:start] == old[:start]
+    assert new.endswith(old[end:])
+    assert json.loads(new)["runtimes"]["nvidia"] == runtime_entry(RUNTIME)
+    assert json.loads(new)["features"] == {"buildkit": True}
+
+
+def test_empty_runtimes_object_is_filled_in_the_file_style():
+    new, changed = merge_runtime(fixture("empty_runtimes.json"), "nvidia", RUNTIME)
+    assert changed
+    assert new == '{\n    "runtimes": {\n        "nvidia": {\n            "args": [],\n            "path": "%s"\n        }\n    }\n}\n' % RUNTIME
+
+
+def test_default_runtime_is_set_only_when_asked():
+    old = fixture("operator_2space.json")
+    without, dummy = merge_runtime(old, "nvidia", RUNTIME)
+    assert "default-runtime" not in json.loads(without)
+    with_default, changed = merge_runtime(old, "nvidia", RUNTIME, set_default=True)
+    assert changed and json.loads(with_default)["default-runtime"] == "nvidia"
+    assert merge_runtime(with_default, "nvidia", RUNTIME, set_default=True) == (with_default, False)
+
+
+def test_runtime_args_are_written():
+    new, dummy = merge_runtime("{}", "nvidia", RUNTIME, ["--debug"])
+    assert json.loads(new)["runtimes"]["nvidia"]["args"] == ["--debug"]
+
+
+def test_duplicate_keys_follow_the_parser_last_one_wins():
+    old = '{"runtimes": {"nvidia": {"path": "old"}}, "runtimes": {}}'
+    new, dummy = merge_runtime(old, "nvidia", RUNTIME)
+    assert new.startswith('{"runtimes": {"nvidia": {"path": "old"}}, "runtimes": {')
+    assert json.loads(new)["runtimes"]["nvidia"]["path"] == RUNTIME
+
+
+@pytest.mark.parametrize("text,needle", [
+    ('{"log-driver": ', "not valid JSON"),
+    ('["nvidia"]', "not a JSON object"),
+    ('{"runtimes": "nvidia"}', "runtimes is not a JSON object"),
+])
+def test_files_that_cannot_be_merged_are_refused(text, needle):
+    with pytest.raises(DaemonConfigError) as info:
+        merge_runtime(text, "nvidia", RUNTIME)
+    assert needle in str(info.value)
+
+
+def test_indent_is_read_from_the_file():
+    assert detect_indent(fixture("operator_2space.json")) == "  "
+    assert detect_indent(fixture("tabs_other_runtime.json")) == "\t"
+    assert detect_indent(fixture("one_line.json")) == "    "
+
+
+def test_set_member_creates_missing_parents():
+    new, changed = set_member('{\n  "a": 1\n}\n', ["x", "y"], 2)
+    assert changed and new == '{\n  "a": 1,\n  "x": {\n    "y": 2\n  }\n}\n'
