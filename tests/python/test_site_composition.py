@@ -40,8 +40,9 @@ def roles_listed(output):
         match = re.match(r"\s*play #\d+ \(.*\): (.*?)\s+TAGS:", line)
         if match:
             current = plays.setdefault(match.group(1), set())
-        match = re.match(r"\s+glm53\.tensorfold\.([a-z_]+) : ", line)
-        if match and current is not None:
+        match = re.match(r"\s+glm53\.tensorfold\.([a-z_]+) : (.*)", line)
+        # Ansible's own argument validation is tagged always and reads only variables.
+        if match and current is not None and not match.group(2).startswith("Validating arguments against arg spec"):
             current.add(match.group(1))
     return plays
 
