@@ -20,8 +20,8 @@ import time
 INVENTORY, PROJECT = sys.argv[1], sys.argv[2]
 SERVING = ["fleet-gpu-a", "fleet-gpu-b"]
 SITE = os.path.join(PROJECT, "playbooks", "site.yml")
-REPORT = os.path.join(os.path.dirname(INVENTORY.rstrip("/")) if INVENTORY.endswith(".yml") else INVENTORY,
-                      "reports", "fleet-report.json")
+REPORTS = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "reports")
+REPORT = os.path.join(REPORTS, "fleet-report.json")
 CONTAINER = "glm53-zig"
 NOT_ON_RESTART = ("gpu_host_checks", "nvidia_toolkit", "tensorfold_image", "weights_fetch")
 
@@ -44,7 +44,8 @@ def archives(host):
 def site(*args):
     env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1")
     t0 = time.monotonic()
-    run = subprocess.run(["ansible-playbook", "-i", INVENTORY, "--limit", ",".join(SERVING), SITE, *args],
+    run = subprocess.run(["ansible-playbook", "-i", INVENTORY, "--limit", ",".join(SERVING), SITE, *args,
+                          "-e", "fleet_report_dir=%s gpu_host_checks_report_dir=%s" % (REPORTS, REPORTS)],
                          capture_output=True, text=True, env=env)
     took = time.monotonic() - t0
     try:
