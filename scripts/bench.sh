@@ -5,6 +5,12 @@
 #   weights       hf_snapshot against plain `hf download` on the Hub emulator (loopback): the
 #                 throughput ratio (goal >= 0.95), bytes re-fetched after a kill -9, shard bytes
 #                 read by a re-run of a complete snapshot.
+#   site          site.yml on simulated boxes (the demo's settings and stand-ins): the no-op
+#                 converge (second full run, nothing to change) for 1 and for 4 hosts and their
+#                 ratio, and a `--tags restart` of one host minus the engine stand-in's own start
+#                 (its "loaded in N s" in rank0.log): the
+#                 playbook's own overhead for a restart. Makes and then removes its own boxes
+#                 (glm53-bench-gpu1..4, glm53-bench-hub, glm53-bench-net); ~8 min.
 #   usage: scripts/bench.sh [SECTION...]   (default: every section)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -60,16 +66,49 @@ bench_host_checks() {
   echo "host-checks: 1 host ${one}s, 8 hosts ${eight}s, ratio $(python3 -c "print('%.2f' % ($eight / $one))") (goal <= 2.00)"
 }
 
+bench_site() {
+  local n boxes=() inv
+  inv=$(mktemp -d /tmp/glm53-bench-site.XXXXXX)
+  for n in 1 2 3 4; do boxes+=("glm53-bench-gpu$n"); done
+  # shellcheck disable=SC2064
+  trap "docker rm -f ${boxes[*]} glm53-bench-hub >/dev/null 2>&1 || true
+        for b in ${boxes[*]}; do docker volume rm \$b-docker >/dev/null 2>&1 || true; done
+        docker network rm glm53-bench-net >/dev/null 2>&1 || true; rm -rf $inv" RETURN
+  # The demo's settings (one file, linked) on four boxes of the demo's healthy profile.
+  ln -s "$ROOT/inventories/demo/group_vars" "$inv/group_vars"
+  {
+    echo "gpu_hosts:"; echo "  hosts:"
+    for n in "${boxes[@]}"; do echo "    $n: {sim_gpu_profile: {count: 2, memory_used_mib: 2, p2p: OK}}"; done
+  } >"$inv/hosts.yml"
+  export MOLECULE_PROJECT_DIRECTORY="$ROOT"
+  local setup first one four restart engine
+  setup=$(wall ansible-playbook -i "$inv/hosts.yml" tests/demo/boxes.yml -e sim_prefix=glm53-bench)
+  first=$(wall ansible-playbook -i "$inv/hosts.yml" playbooks/site.yml)
+  one=$(wall ansible-playbook -i "$inv/hosts.yml" playbooks/site.yml -l "${boxes[0]}")
+  ! grep -Eq 'changed=[1-9]' /tmp/glm53-bench-last.log || echo "warning: the 1-host no-op run changed something" >&2
+  four=$(wall ansible-playbook -i "$inv/hosts.yml" playbooks/site.yml)
+  ! grep -Eq 'changed=[1-9]' /tmp/glm53-bench-last.log || echo "warning: the 4-host no-op run changed something" >&2
+  restart=$(wall ansible-playbook -i "$inv/hosts.yml" playbooks/site.yml --tags restart -l "${boxes[0]}")
+  # The engine's own start: the stand-in's "serving ... loaded in N s" line in the restarted
+  # session's rank0.log.
+  engine=$(docker exec "${boxes[0]}" cat /srv/glm53/logs/current/rank0.log |
+    python3 -c 'import re, sys; print(re.search(r"loaded in ([0-9.]+)s", sys.stdin.read()).group(1))')
+  echo "site: boxes ${setup}s, first converge of 4 hosts ${first}s"
+  echo "site: no-op converge 1 host ${one}s, 4 hosts ${four}s, ratio $(python3 -c "print('%.2f' % ($four / $one))")"
+  echo "site: --tags restart (1 host) ${restart}s, engine stand-in start ${engine}s, playbook overhead $(python3 -c "print('%.1f' % ($restart - $engine))")s"
+}
+
 bench_weights() {
   python scripts/bench_weights.py
 }
 
-sections=("$@"); [ ${#sections[@]} -gt 0 ] || sections=(host-checks weights)
+sections=("$@"); [ ${#sections[@]} -gt 0 ] || sections=(host-checks weights site)
 for s in "${sections[@]}"; do
   echo "=== $s"
   case "$s" in
     host-checks) bench_host_checks ;;
     weights) bench_weights ;;
-    *) echo "unknown section $s (known: host-checks, weights)" >&2; exit 2 ;;
+    site) bench_site ;;
+    *) echo "unknown section $s (known: host-checks, weights, site)" >&2; exit 2 ;;
   esac
 done

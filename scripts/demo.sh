@@ -1,19 +1,38 @@
 #!/usr/bin/env bash
-# The main job on an embedded default: the real playbooks/site.yml against the demo inventory
-# (inventories/demo), two simulated GPU boxes run as local containers. Sets itself up first and
-# reuses the boxes when run again. Ends with the host-check fleet summary.
-#   usage: scripts/demo.sh [extra ansible-playbook arguments, e.g. --tags check]
+# The whole product on simulated hardware: the real playbooks/site.yml against the demo inventory
+# (inventories/demo), two simulated GPU boxes run as local containers, each with its own Docker
+# engine, plus the Hub emulator, on the docker network glm53-demo-net. Everything the boxes lack
+# (GPUs, NVIDIA's repository, TensorFold's sources, the engine, the Hub) comes from the stand-ins
+# under tests/. Sets itself up first (scripts/bootstrap.sh); run again, it reuses the boxes and
+# changes nothing. Ends with the LIVE lines and the fleet report (inventories/demo/reports/).
+#   usage: scripts/demo.sh [extra ansible-playbook arguments, e.g. --tags restart]
+#          scripts/demo.sh --destroy    remove the demo's boxes, Hub emulator, network and volumes
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
+BOXES=(glm53-demo-gpu1 glm53-demo-gpu2)
+
+if [ "${1:-}" = "--destroy" ]; then
+  # Only what the demo made: its named containers, their volumes and its network.
+  for c in "${BOXES[@]}" glm53-demo-hub; do
+    docker rm -f "$c" >/dev/null 2>&1 && echo "[demo] removed container $c" || true
+  done
+  for c in "${BOXES[@]}"; do
+    docker volume rm "$c-docker" >/dev/null 2>&1 && echo "[demo] removed volume $c-docker" || true
+  done
+  docker network rm glm53-demo-net >/dev/null 2>&1 && echo "[demo] removed network glm53-demo-net" || true
+  exit 0
+fi
+
 bash scripts/bootstrap.sh
 # shellcheck disable=SC1091
 source .venv/bin/activate
 export ANSIBLE_COLLECTIONS_PATH="$ROOT/.cache/collections"
-# molecule/resources/tasks/start_docker.yml finds the stand-ins through this variable.
+# The stand-ins are found through this variable (the same one Molecule sets).
 export MOLECULE_PROJECT_DIRECTORY="$ROOT"
-echo "[demo] starting the simulated GPU boxes"
-ansible-playbook -i inventories/demo tests/demo/boxes.yml \
-  -l 'localhost,gpu_hosts' >/tmp/glm53-demo-boxes.log || { tail -40 /tmp/glm53-demo-boxes.log; exit 1; }
+LOG="$ROOT/.cache/glm53-demo-boxes.log"
+mkdir -p "$ROOT/.cache"
+echo "[demo] starting the simulated GPU boxes and the Hub emulator (log: $LOG)"
+ansible-playbook -i inventories/demo tests/demo/boxes.yml >"$LOG" 2>&1 || { tail -40 "$LOG"; exit 1; }
 echo "[demo] running playbooks/site.yml against inventories/demo"
 exec ansible-playbook -i inventories/demo playbooks/site.yml "$@"

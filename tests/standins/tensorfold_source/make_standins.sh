@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds, at test time, what the image tests fetch instead of the real sources:
 #   DEST/tensorfold.git     a bare git repository standing in for github.com/ashhart/TensorFold
-#                           (files from tree/; served over HTTP with git's dumb protocol)
+#                           (files from tree/ plus native/tensorfold-native = the engine
+#                           stand-in ../engine/tensorfold_native.py; served over HTTP with
+#                           git's dumb protocol)
 #   DEST/patch-series/      a git repository standing in for the recipe's published series
 #                           (patches/ holds this tree's three-patch series)
 #   DEST/zig-x86_64-linux-0.17.0.tar.xz   a stand-in Zig 0.17.0 tarball (../zig/zig)
@@ -19,6 +21,9 @@ export GIT_AUTHOR_NAME=standin GIT_AUTHOR_EMAIL=standin@example.invalid GIT_COMM
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp -r "$HERE/tree/." "$work/engine/" 2>/dev/null || { mkdir -p "$work/engine" && cp -r "$HERE/tree/." "$work/engine/"; }
+# The program `zig build ... native` would make: the engine stand-in (tests/standins/engine/),
+# copied in here rather than kept twice in git.
+install -m 0755 "$HERE/../engine/tensorfold_native.py" "$work/engine/native/tensorfold-native"
 git -C "$work/engine" init -q -b main
 git -C "$work/engine" add -A
 git -C "$work/engine" commit -q -m "stand-in TensorFold source"

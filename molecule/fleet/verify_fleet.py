@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Checks of the fleet scenario after converge and idempotence (run by verify.yml).
+
+1. The fleet report: fleet-gpu-a and fleet-gpu-b LIVE, fleet-gpu-c failed with E_GPU_BUSY.
+2. ``site.yml --tags restart`` on the two serving hosts (JSON callback): one host per batch, a
+   then b; only rank_container and smoke_test ran (no image build, no download, no
+   re-verification, no host checks); each host's container started exactly once and its
+   StartedAt moved, a's before b's.
+3. ``site.yml --tags stop``: both containers gone, a new log archive on each holding runner.sh,
+   rank0.log and rank1.log.
+
+usage: verify_fleet.py INVENTORY PROJECT_DIR
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+INVENTORY, PROJECT = sys.argv[1], sys.argv[2]
+SERVING = ["fleet-gpu-a", "fleet-gpu-b"]
+SITE = os.path.join(PROJECT, "playbooks", "site.yml")
+REPORTS = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "reports")
+REPORT = os.path.join(REPORTS, "fleet-report.json")
+CONTAINER = "glm53-zig"
+NOT_ON_RESTART = ("gpu_host_checks", "nvidia_toolkit", "tensorfold_image", "weights_fetch")
+
+
+def box(host, *argv):
+    out = subprocess.run(["docker", "exec", host, *argv], capture_output=True, text=True)
+    return out.returncode, out.stdout.strip()
+
+
+def started_at(host):
+    rc, out = box(host, "docker", "inspect", "-f", "{{.State.Running}} {{.State.StartedAt}}", CONTAINER)
+    return out if rc == 0 else None
+
+
+def archives(host):
+    rc, out = box(host, "sh", "-c", "ls -1 /srv/glm53/logs/*.tar.gz 2>/dev/null || true")
+    return sorted(out.split())
+
+
+def site(*args):
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1")
+    t0 = time.monotonic()
+    run = subprocess.run(["ansible-playbook", "-i", INVENTORY, "--limit", ",".join(SERVING), SITE, *args,
+                          "-e", "fleet_report_dir=%s gpu_host_checks_report_dir=%s" % (REPORTS, REPORTS)],
+                         capture_output=True, text=True, env=env)
+    took = time.monotonic() - t0
+    try:
+        doc = json.loads(run.stdout[run.stdout.index("{"):])
+    except ValueError:
+        sys.exit("site.yml %s printed no JSON (rc %s):\n%s\n%s" % (args, run.rc, run.stdout[-3000:], run.stderr[-3000:]))
+    return run.returncode, doc, took
+
+
+def ran(task_entry):
+    """Hosts on which a task ran (not skipped)."""
+    return [h for h, r in task_entry["hosts"].items() if not r.get("skipped")]
+
+
+def check(cond, what):
+    print(("ok    " if cond else "FAIL  ") + what)
+    if not cond:
+        check.failed += 1
+
+
+check.failed = 0
+
+# 1. The report of the converge runs.
+with open(REPORT) as handle:
+    report = json.load(handle)
+rows = {row["host"]: row for row in report["hosts"]}
+for host in SERVING:
+    check(rows[host]["label"] == "LIVE", "%s is LIVE in the fleet report" % host)
+check(rows["fleet-gpu-c"]["status"] == "failed" and "E_GPU_BUSY" in rows["fleet-gpu-c"]["codes"],
+      "fleet-gpu-c failed with E_GPU_BUSY: %s" % rows["fleet-gpu-c"]["codes"])
+check(rows["fleet-gpu-c"]["todo"] != "", "the failed host's line says what to do")
+check(report["summary"]["live"] == 2 and report["summary"]["failed"] == 1, "summary: 2 LIVE, 1 failed")
+
+# 2. Rolling restart.
+before = {h: started_at(h) for h in SERVING}
+archives_before = {h: archives(h) for h in SERVING}
+rc, doc, took = site("--tags", "restart")
+print("restart run: %.1f s" % took)
+check(rc == 0, "--tags restart exits 0 (rc %s)" % rc)
+restart_plays = [p for p in doc["plays"] if p["play"]["name"].startswith("Rolling restart")]
+batches = [sorted({h for t in p["tasks"] for h in t["hosts"]}) for p in restart_plays]
+check(batches == [["fleet-gpu-a"], ["fleet-gpu-b"]], "restart went one host at a time, a then b: %s" % batches)
+ran_roles = sorted({t["task"]["name"].split(" : ")[0] for p in doc["plays"] for t in p["tasks"]
+                    if " : " in t["task"]["name"] and ran(t)})
+for role in NOT_ON_RESTART:
+    check(not any(role in r for r in ran_roles), "no %s task ran on restart" % role)
+starts = {}
+for p in restart_plays:
+    for t in p["tasks"]:
+        for h, r in t["hosts"].items():
+            facts = r.get("ansible_facts", {})
+            if "rank_container_result" in facts:
+                starts[h] = facts["rank_container_result"].get("starts")
+check(starts == {"fleet-gpu-a": 1, "fleet-gpu-b": 1}, "each container started exactly once: %s" % starts)
+after = {h: started_at(h) for h in SERVING}
+for h in SERVING:
+    check(after[h] and after[h].startswith("true") and after[h] != before[h],
+          "%s restarted and runs: %s -> %s" % (h, before[h], after[h]))
+check(after["fleet-gpu-a"].split()[1] < after["fleet-gpu-b"].split()[1], "a came back before b restarted")
+for h in SERVING:
+    check(len(archives(h)) == len(archives_before[h]) + 1, "%s archived the previous session's logs" % h)
+
+# 3. Stop.
+archives_before = {h: archives(h) for h in SERVING}
+rc, doc, took = site("--tags", "stop")
+print("stop run: %.1f s" % took)
+check(rc == 0, "--tags stop exits 0 (rc %s)" % rc)
+for h in SERVING:
+    check(started_at(h) is None, "%s: the container is gone" % h)
+    new = sorted(set(archives(h)) - set(archives_before[h]))
+    check(len(new) == 1, "%s: one new archive %s" % (h, new))
+    if new:
+        _, listing = box(h, "tar", "-tzf", new[0])
+        names = {os.path.basename(n) for n in listing.split()}
+        check({"runner.sh", "rank0.log", "rank1.log"} <= names, "%s: the archive holds runner.sh and both rank logs: %s"
+              % (h, sorted(names)))
+
+sys.exit(1 if check.failed else 0)
