@@ -10,7 +10,7 @@
 #                 ratio, and a `--tags restart` of one host minus the engine stand-in's own start
 #                 (its "loaded in N s" in rank0.log): the
 #                 playbook's own overhead for a restart. Makes and then removes its own boxes
-#                 (glm53-bench-gpu1..4, glm53-bench-hub, glm53-bench-net); ~8 min.
+#                 (glm53-bench-gpu1..4, glm53-bench-hub, glm53-bench-net); ~5 min.
 #   usage: scripts/bench.sh [SECTION...]   (default: every section)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -4,7 +4,7 @@
 # engine, plus the Hub emulator, on the docker network glm53-demo-net. Everything the boxes lack
 # (GPUs, NVIDIA's repository, TensorFold's sources, the engine, the Hub) comes from the stand-ins
 # under tests/. Sets itself up first (scripts/bootstrap.sh); run again, it reuses the boxes and
-# changes nothing. Ends with the LIVE lines and the fleet report (inventories/demo/reports/).
+# changes nothing. Ends with the LIVE lines and the fleet report (reports/ in the checkout).
 #   usage: scripts/demo.sh [extra ansible-playbook arguments, e.g. --tags restart]
 #          scripts/demo.sh --destroy    remove the demo's boxes, Hub emulator, network and volumes
 set -euo pipefail
