@@ -112,8 +112,9 @@ def _gpu_memory(host, selected, expect, problems):
     for gpu in selected:
         reasons = []
         used = gpu.get("memory_used_mib")
-        if used is not None and used > max_used:
-            reasons.append("uses %d MiB (more than %d MiB)" % (used, max_used))
+        # The recipe passes a GPU only "under" the limit: exactly max_used is busy.
+        if used is not None and used >= max_used:
+            reasons.append("uses %d MiB (a GPU must use under %d MiB)" % (used, max_used))
         apps = gpu.get("processes") or []
         if apps:
             reasons.append("runs %s" % ", ".join(

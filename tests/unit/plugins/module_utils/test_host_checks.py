@@ -5,6 +5,8 @@ __metaclass__ = type
 
 import copy
 
+import pytest
+
 from ansible_collections.glm53.tensorfold.plugins.module_utils.host_checks import (
     fleet_summary,
     host_problems,
@@ -59,8 +61,18 @@ def test_busy_gpu_is_reported_with_its_process_and_memory():
     problems = host_problems("gpu2", observed(gpu_info={"gpus": [busy, gpu(1)], "driver_version": "580.95.05",
                                                         "cuda_version": "13.0"}), EXPECT)
     assert codes(problems) == ["E_GPU_MEMORY", "E_GPU_BUSY"]
-    assert "GPU 0 uses 20482 MiB (more than 4096 MiB) and runs python3 (pid 4242, 20480 MiB)" in problems[1]["message"]
+    assert "GPU 0 uses 20482 MiB (a GPU must use under 4096 MiB) and runs python3 (pid 4242, 20480 MiB)" in problems[1]["message"]
     assert problems[1]["gpu"] == 0
+
+
+@pytest.mark.parametrize("used,busy", [(4095, False), (4096, True), (4097, True)])
+def test_a_gpu_passes_only_under_the_used_limit(used, busy):
+    # The recipe: "under 4,096 MiB used"; exactly the limit is busy.
+    info = {"gpus": [gpu(0, used=used), gpu(1)], "driver_version": "580.95.05", "cuda_version": "13.0"}
+    problems = host_problems("gpu2", observed(gpu_info=info), EXPECT)
+    assert codes(problems) == (["E_GPU_BUSY"] if busy else [])
+    if busy:
+        assert "GPU 0 uses %d MiB (a GPU must use under 4096 MiB)" % used in problems[0]["message"]
 
 
 def test_missing_p2p_warns_and_does_not_fail():
