@@ -53,7 +53,8 @@ run_units() {
      ansible-test units --local --python "$(python -c 'import sys;print("%d.%d"%sys.version_info[:2])')")
 }
 run_pytest() {
-  if ls tests/python/test_*.py >/dev/null 2>&1; then python -m pytest -q tests/python; else echo "no pytest tests"; fi
+  local dirs=(); for d in tests/python tests/integration; do ls $d/test_*.py >/dev/null 2>&1 && dirs+=("$d"); done
+  if [ ${#dirs[@]} -gt 0 ]; then python -m pytest -q "${dirs[@]}"; else echo "no pytest tests"; fi
 }
 run_molecule() {  # run_molecule NAME
   molecule test -s "$1"; local rc=$?

@@ -125,6 +125,28 @@ def new_hasher(spec):
     return hashlib.sha256() if spec["kind"] == "lfs" else git_blob_hasher(spec["size"])
 
 
+def heartbeat_stale(heartbeat_mtime, now, idle_timeout):
+    """True when the run that follows a background job stopped touching its heartbeat file.
+
+    A missing heartbeat (None) counts from ``now``: the job has just started. Used by the download
+    and the peer server so neither outlives a killed run by more than ``idle_timeout`` seconds.
+    """
+    if not idle_timeout or idle_timeout <= 0 or heartbeat_mtime is None:
+        return False
+    return now - heartbeat_mtime > idle_timeout
+
+
+def token_problem(gated, token_given, download_files, repo_id):
+    """The E_HF_TOKEN text when gated files must be downloaded and no token was given, else None.
+
+    Weights verified in place need no token: the recipe serves them as they are.
+    """
+    if not gated or token_given or not download_files:
+        return None
+    return ("%s is gated and %d of its files must be downloaded, but no token was given; "
+            "set tensorfold_hf_token" % (repo_id, len(download_files)))
+
+
 def progress_line(done, total, elapsed):
     """The operator's progress: bytes done/total, rate and ETA."""
     rate = done / elapsed if elapsed > 0 else 0.0

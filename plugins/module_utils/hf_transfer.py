@@ -117,7 +117,7 @@ class Snapshot:
 
     def __init__(self, repo_id, revision, local_dir, state_dir, token=None, endpoint=None,
                  allow_patterns=None, verify=True, allow_unpinned=False, chunk_size=hf_plan.MAX_CHUNK,
-                 progress_file=None, check_mode=False):
+                 progress_file=None, check_mode=False, gated=False):
         self.repo_id = repo_id
         self.revision = revision
         self.local_dir = os.path.abspath(local_dir)
@@ -131,6 +131,7 @@ class Snapshot:
         self.chunk_size = hf_plan.refetch_bound(chunk_size)
         self.progress_file = progress_file
         self.check_mode = check_mode
+        self.gated = gated
         self.hub_requests = 0
         self.local_bytes_hashed = 0
         self.refetched_bytes = 0
@@ -380,6 +381,9 @@ class Snapshot:
             todo.append(spec)
             have[spec["path"]] = self._partial_offset(commit, spec)
         needed = hf_plan.bytes_needed(todo, have)
+        lack_token = hf_plan.token_problem(self.gated, bool(self.token), todo, self.repo_id)
+        if lack_token:
+            raise SnapshotError("E_HF_TOKEN", lack_token)
         result = {
             "revision": commit, "files": [f["path"] for f in files],
             "total_bytes": sum(f["size"] for f in files), "download_files": [f["path"] for f in todo],

@@ -74,10 +74,8 @@ def check_settings(settings, host):
             bad("tensorfold_ablit", "is true while tensorfold_model_source is local",
                 "Ablit weights are downloaded; to serve a local Ablit checkpoint set "
                 "tensorfold_ablit: false and point tensorfold_model_dir at it.")
-    elif settings.get("tensorfold_ablit") and not settings.get("tensorfold_hf_token"):
-        bad("tensorfold_hf_token", "is empty while tensorfold_ablit is true (the Ablit repository is gated)",
-            "Accept the repository's terms on Hugging Face, create a read token with that account "
-            "and set tensorfold_hf_token (in a vault), or set tensorfold_ablit: false.")
+    # No token is required here: Ablit weights verified in place serve without one (the recipe's
+    # way); weights_fetch asks for it only when gated files must still be downloaded (E_HF_TOKEN).
 
     if has("tensorfold_gpus"):
         gpus = settings["tensorfold_gpus"]

@@ -54,8 +54,22 @@ options:
     type: path
   token:
     description:
-      - A Hub read token. Defaults to the C(HF_TOKEN) environment variable. Never returned or logged.
+      - A Hub read token. Defaults to the content of I(token_file), else the C(HF_TOKEN) environment
+        variable. Never returned or logged.
+      - Prefer I(token_file) with C(async): the arguments of an async module stay on the host while
+        it runs, and after a killed run.
     type: str
+  token_file:
+    description:
+      - A root-only file holding the Hub read token (first line). Read only when files must be
+        downloaded; a missing or empty file means no token.
+    type: path
+  gated:
+    description:
+      - The repository is gated. When files must be downloaded and no token was given, fail with
+        C(E_HF_TOKEN) before the first byte; a snapshot verified in place needs no token.
+    type: bool
+    default: false
   endpoint:
     description: The Hub (or a mirror, or a peer host serving a verified copy). Defaults to C(HF_ENDPOINT) or the Hub.
     type: str
@@ -77,6 +91,16 @@ options:
   host_label:
     description: The host name used in problem messages.
     type: str
+  heartbeat_file:
+    description:
+      - A file the run that follows the download touches (M(glm53.tensorfold.hf_snapshot_progress)).
+        When it is older than I(idle_timeout) seconds the download stops (the run was killed);
+        committed chunks stay, so the next run resumes.
+    type: path
+  idle_timeout:
+    description: Seconds without a touch of I(heartbeat_file) after which the download stops; 0 never.
+    type: int
+    default: 0
 attributes:
   check_mode:
     support: full
@@ -167,9 +191,12 @@ code:
 import os
 import socket
 import sys
+import threading
+import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
 
 try:
@@ -178,6 +205,38 @@ try:
     HAS_HF = True
 except ImportError:
     HAS_HF = False
+
+
+def read_token(path):
+    """The first line of a token file, or None when it is missing or empty."""
+    if not path:
+        return None
+    try:
+        with open(path) as handle:
+            return handle.readline().strip() or None
+    except (IOError, OSError):
+        return None
+
+
+def touch(path):
+    with open(path, "a"):
+        os.utime(path, None)
+
+
+def _mtime(path):
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
+def watch_heartbeat(path, idle_timeout, progress_file):
+    """Stop this process when the run that follows it stops touching ``path`` (it was killed)."""
+    while True:
+        time.sleep(1)
+        if hf_plan.heartbeat_stale(_mtime(path), time.time(), idle_timeout):
+            hf_transfer.Progress(progress_file, 0).finish({"failed": "E_DOWNLOAD", "abandoned": True})
+            os._exit(3)  # committed chunks are on disk; the next run resumes from them
 
 
 def main():
@@ -189,6 +248,10 @@ def main():
             local_dir=dict(type="path", required=True),
             state_dir=dict(type="path"),
             token=dict(type="str", no_log=True),
+            token_file=dict(type="path"),
+            gated=dict(type="bool", default=False),
+            heartbeat_file=dict(type="path"),
+            idle_timeout=dict(type="int", default=0),
             endpoint=dict(type="str"),
             allow_patterns=dict(type="list", elements="str"),
             verify=dict(type="bool", default=True),
@@ -208,13 +271,19 @@ def main():
     local_dir = params["local_dir"].rstrip("/")
     state_dir = params["state_dir"] or os.path.join(
         os.path.dirname(local_dir), ".state", "hf_snapshot", os.path.basename(local_dir))
-    token = params["token"] or os.environ.get("HF_TOKEN") or None
+    token = params["token"] or read_token(params["token_file"]) or os.environ.get("HF_TOKEN") or None
     endpoint = params["endpoint"] or os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
     snapshot = hf_transfer.Snapshot(
         params["repo_id"], params["revision"], local_dir, state_dir, token=token, endpoint=endpoint,
         allow_patterns=params["allow_patterns"], verify=params["verify"],
         allow_unpinned=params["allow_unpinned"], chunk_size=params["chunk_size_mib"] * 1024 * 1024,
-        progress_file=params["progress_file"], check_mode=module.check_mode)
+        progress_file=params["progress_file"], check_mode=module.check_mode, gated=params["gated"])
+    if params["heartbeat_file"] and params["idle_timeout"] > 0 and not module.check_mode:
+        touch(params["heartbeat_file"])  # a file left by an earlier run must not read as stale
+        watchdog = threading.Thread(target=watch_heartbeat,
+                                    args=(params["heartbeat_file"], params["idle_timeout"], params["progress_file"]))
+        watchdog.daemon = True
+        watchdog.start()
     try:
         if not module.check_mode and not os.path.isdir(state_dir):
             os.makedirs(state_dir, 0o700)

@@ -136,3 +136,18 @@ def test_progress_line_has_rate_and_eta():
     assert line["rate"] == 5 * hf_plan.MIB
     assert line["eta_s"] == 20
     assert line["text"] == "50.0 MiB of 150.0 MiB (33.3%) at 5.0 MiB/s, ETA 0m20s"
+
+
+def test_heartbeat_goes_stale_only_after_the_idle_timeout():
+    assert not hf_plan.heartbeat_stale(1000.0, 1100.0, 120)
+    assert hf_plan.heartbeat_stale(1000.0, 1121.0, 120)
+    assert not hf_plan.heartbeat_stale(None, 5000.0, 120)  # not there yet: the job has just started
+    assert not hf_plan.heartbeat_stale(1000.0, 99999.0, 0)  # 0 turns it off
+
+
+def test_the_token_is_needed_only_for_gated_files_still_to_download():
+    assert hf_plan.token_problem(True, False, [], "o/ablit") is None  # verified in place
+    assert hf_plan.token_problem(True, True, [{"path": "a"}], "o/ablit") is None
+    assert hf_plan.token_problem(False, False, [{"path": "a"}], "o/model") is None
+    text = hf_plan.token_problem(True, False, [{"path": "a"}, {"path": "b"}], "o/ablit")
+    assert text.startswith("o/ablit is gated and 2 of its files must be downloaded") and "tensorfold_hf_token" in text

@@ -1,0 +1,155 @@
+# -*- coding: utf-8 -*-
+"""weights_fetch's download, followed by one task: a throttled download lasting over 1,000
+progress intervals finishes with a bounded number of tasks, output lines and controller memory;
+a killed run leaves no download running past weights_fetch_idle_timeout.
+
+Real ansible-playbook on this controller (connection local), the real huggingface_hub client,
+the Hub emulator (tests/standins/hub) throttled on loopback.
+"""
+
+import json
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+
+from ansible_run import PLAYBOOK_BIN, run_playbook  # noqa: E402  pylint: disable=wrong-import-position
+
+HUB = os.path.join(ROOT, "tests", "standins", "hub")
+REPO = "Mia-AiLab/GLM-5.3-Flash-EXL3-4bpw-TensorFold"
+COMMIT = "078455ffe6472f9a52fbc1139f58b9db2881b25c"
+INTERVAL = 0.05
+THROTTLE_BPS = 70000  # about 4.2 MB in about 60 s: over 1,000 intervals of 0.05 s
+
+PLAYBOOK = """
+- hosts: box
+  gather_facts: false
+  tasks:
+    - name: Fetch the checkpoint the role's way
+      ansible.builtin.include_role:
+        name: glm53.tensorfold.weights_fetch
+        tasks_from: snapshot
+      vars:
+        weights_fetch_repo:
+          name: model
+          repo_id: {repo}
+          revision: {commit}
+          gated: false
+          local_dir: "{{{{ tensorfold_data_dir }}}}/model"
+          state_dir: "{{{{ tensorfold_data_dir }}}}/.state/weights/model"
+"""
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(name="hub")
+def hub_fixture(tmp_path):
+    root = tmp_path / "repos"
+    subprocess.check_call([sys.executable, os.path.join(HUB, "make_repos.py"), str(root), "--shards", "2",
+                           "--shard-mib", "2"])
+    port, cdn = free_port(), free_port()
+    proc = subprocess.Popen([sys.executable, os.path.join(HUB, "hub_emulator.py"), "--root", str(root), "--bind",
+                             "127.0.0.1", "--port", str(port), "--cdn-port", str(cdn),
+                             "--faults", json.dumps({"throttle_bps": THROTTLE_BPS})])
+    url = "http://127.0.0.1:%d" % port
+    for dummy in range(100):
+        try:
+            urllib.request.urlopen(url + "/_emulator/log")
+            break
+        except OSError:
+            time.sleep(0.1)
+    yield url
+    proc.terminate()
+    proc.wait()
+
+
+def write_run(tmp_path, hub, idle_timeout=120):
+    data = tmp_path / "data"
+    (data / ".state" / "weights").mkdir(parents=True)
+    inventory = tmp_path / "hosts.json"
+    inventory.write_text(json.dumps({"all": {"hosts": {"box": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+        "tensorfold_data_dir": str(data), "weights_fetch_endpoint": hub, "weights_fetch_use_token": False,
+        "weights_fetch_client_ready": True, "weights_fetch_python": sys.executable, "weights_fetch_client_dir": "",
+        "weights_fetch_state_root": str(data / ".state" / "weights"), "weights_fetch_progress_interval": INTERVAL,
+        "weights_fetch_idle_timeout": idle_timeout, "weights_fetch_chunk_mib": 1}}}}))
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(PLAYBOOK.format(repo=REPO, commit=COMMIT))
+    return playbook, inventory, data
+
+
+def test_a_download_of_over_1000_intervals_is_followed_by_one_task_with_bounded_output(tmp_path, hub):
+    playbook, inventory, data = write_run(tmp_path, hub)
+    began = time.time()
+    rc, out = run_playbook(playbook, inventory, tmp_path, timeout=400)
+    took = time.time() - began
+    assert rc == 0, out[-3000:]
+    lines = out.splitlines()
+    progress = [line for line in lines if line.startswith("box: model: ")]
+    follow_tasks = [line for line in lines if line.startswith("TASK [") and "Follow the download" in line]
+    peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+    print("download %.1f s = %d intervals of %.2f s; %d output lines, %d progress lines; peak RSS %.0f MiB"
+          % (took, took / INTERVAL, INTERVAL, len(lines), len(progress), peak_mib))
+    assert took / INTERVAL > 1000, "the download lasted only %.1f s" % took
+    assert len(follow_tasks) == 1, "the download was followed by %d tasks" % len(follow_tasks)
+    assert 2 <= len(progress) <= 101, "%d progress lines" % len(progress)
+    assert len(lines) < 200, "%d lines of output" % len(lines)
+    assert peak_mib < 400, "peak RSS %.0f MiB" % peak_mib
+    shards = [name for name in os.listdir(str(data / "model")) if name.endswith(".safetensors")]
+    assert len(shards) == 2, "shards in place: %s" % shards
+
+
+def _snapshot_processes():
+    pids = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as handle:
+                if b"AnsiballZ_hf_snapshot.py" in handle.read():
+                    pids.append(int(pid))
+        except OSError:
+            continue
+    return set(pids)
+
+
+def test_a_killed_run_leaves_no_download_past_the_idle_timeout(tmp_path, hub):
+    idle = 5
+    playbook, inventory, data = write_run(tmp_path, hub, idle_timeout=idle)
+    before = _snapshot_processes()
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"))
+    proc = subprocess.Popen([PLAYBOOK_BIN, "-i", str(inventory), str(playbook)], cwd=str(tmp_path), env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    progress = data / ".state" / "weights" / "model.progress.json"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (progress.exists() and progress.stat().st_size > 0):
+        time.sleep(0.2)
+    assert progress.exists(), "the download never started"
+    ours = _snapshot_processes() - before
+    assert ours, "no download process to watch"
+    os.killpg(proc.pid, signal.SIGKILL)  # the operator's run dies (its own process group only)
+    proc.wait()
+    killed = time.time()
+    while time.time() - killed < idle + 30 and (_snapshot_processes() & ours):
+        time.sleep(0.5)
+    lived = time.time() - killed
+    left = _snapshot_processes() & ours
+    print("the download outlived the killed run by %.1f s (idle timeout %d s)" % (lived, idle))
+    for pid in left:  # only what this test started
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "download processes %s still run %.0f s after the run was killed" % (sorted(left), lived)
+    assert lived <= idle + 10
