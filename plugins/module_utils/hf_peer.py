@@ -5,12 +5,18 @@
 hf_snapshot uses (tree listing, resolve with Range), so a peer copies with the very code, resume
 and checksums it uses against the Hub. Only files of a recorded listing whose verification still
 holds are served; nothing is written.
+
+Every request must carry the run's secret (``Authorization: Bearer SECRET``, what hf_snapshot
+sends as its token): anyone else gets 401 and not a byte. The server stops when the stop file
+appears, after ``idle_timeout`` seconds without a request or a byte sent (the run that needed it
+was killed), or after ``lifetime`` seconds.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hmac
 import json
 import os
 import re
@@ -45,10 +51,45 @@ def load_verified_repo(repo):
     return {"entries": listing["entries"], "files": files, "revision": repo["revision"]}
 
 
+def authorized(header, secret):
+    """True when an Authorization header carries the run's secret as a Bearer token."""
+    if not secret or not header:
+        return False
+    scheme, dummy, value = header.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(value.strip().encode("utf-8"), secret.encode("utf-8"))
+
+
+def should_stop(now, began, last_activity, lifetime, idle_timeout, stop_file_exists):
+    """Why the server stops now (``stop file``, ``idle``, ``lifetime``), or None to go on."""
+    if stop_file_exists:
+        return "stop file"
+    if idle_timeout and now - last_activity > idle_timeout:
+        return "idle"
+    if lifetime and now - began > lifetime:
+        return "lifetime"
+    return None
+
+
+def read_secret(path):
+    """The run's secret from its root-only file (first line); refuse a file others can read."""
+    st = os.stat(path)
+    if st.st_mode & 0o077:
+        raise ValueError("%s must be readable by its owner only (mode 0600)" % path)
+    with open(path) as handle:
+        secret = handle.readline().strip()
+    if len(secret) < 16:
+        raise ValueError("the secret in %s is shorter than 16 characters" % path)
+    return secret
+
+
 class PeerHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     repos = {}
-    stats = {"requests": 0, "bytes": 0}
+    secret = ""
+    stats = {"requests": 0, "bytes": 0, "refused": 0}
+    activity = [0.0]
 
     def log_message(self, fmt, *args):
         return
@@ -74,6 +115,12 @@ class PeerHandler(BaseHTTPRequestHandler):
 
     def _route(self, head):
         self.stats["requests"] += 1
+        if not authorized(self.headers.get("Authorization"), self.secret):
+            self.stats["refused"] += 1
+            return self._reply(401, b'{"error": "this run\'s secret is required"}',
+                               {"X-Error-Code": "Unauthorized", "Content-Type": "application/json",
+                                "WWW-Authenticate": "Bearer"}, head)
+        self.activity[0] = time.time()
         path = unquote(urlsplit(self.path).path)
         match = re.match(r"^/api/models/([^/]+/[^/]+)/(tree|revision)/([0-9a-f]{40})", path)
         if match:
@@ -125,23 +172,35 @@ class PeerHandler(BaseHTTPRequestHandler):
                 self.wfile.write(block)
                 left -= len(block)
                 self.stats["bytes"] += len(block)
+                self.activity[0] = time.time()
         return None
 
 
-def serve(repos, bind, port, stop_file, lifetime):
-    """Serve until ``stop_file`` exists or ``lifetime`` seconds pass; return the counters."""
+def serve(repos, bind, port, stop_file, lifetime, secret, idle_timeout=0, ready=None):
+    """Serve until the stop file exists, ``idle_timeout`` passes with no request or byte sent, or
+    ``lifetime`` seconds pass; return the counters and why it stopped."""
+    if not secret:
+        raise ValueError("no secret: the peer server never serves without one")
     PeerHandler.repos = dict((repo["repo_id"], load_verified_repo(repo)) for repo in repos)
-    PeerHandler.stats = {"requests": 0, "bytes": 0}
+    PeerHandler.secret = secret
+    PeerHandler.stats = {"requests": 0, "bytes": 0, "refused": 0}
+    began = time.time()
+    PeerHandler.activity = [began]
     server = ThreadingHTTPServer((bind, port), PeerHandler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever)
     thread.daemon = True
     thread.start()
-    began = time.time()
+    if ready is not None:
+        ready.set()
     try:
-        while time.time() - began < lifetime and not os.path.exists(stop_file):
+        while True:
+            why = should_stop(time.time(), began, PeerHandler.activity[0], lifetime, idle_timeout,
+                              os.path.exists(stop_file))
+            if why:
+                break
             time.sleep(0.5)
     finally:
         server.shutdown()
         server.server_close()
-    return dict(PeerHandler.stats, seconds=round(time.time() - began, 1))
+    return dict(PeerHandler.stats, seconds=round(time.time() - began, 1), stopped=why)

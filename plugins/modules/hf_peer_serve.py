@@ -16,7 +16,13 @@ description:
     the part of the Hub's API that hf_snapshot uses (tree listing, resolve with Range), so peers
     copy them with I(endpoint=http://SEED:PORT) and verify every file with the same checksums.
   - Refuses to start unless every file's verification record still holds. Writes nothing.
-  - Runs until I(stop_file) exists or I(lifetime) seconds pass; meant for C(async) with C(poll=0).
+  - Every request must carry the run's secret as C(Authorization: Bearer SECRET) (what
+    M(glm53.tensorfold.hf_snapshot) sends as its token); any other request gets 401 and no byte.
+    The secret is read from I(secret_file), a file only its owner may read, so it is in no
+    argument, process list or log.
+  - Runs until I(stop_file) exists, I(idle_timeout) seconds pass without a request or a byte
+    sent (the run that needed it was killed), or I(lifetime) seconds pass; meant for C(async)
+    with C(poll=0).
 version_added: "0.1.0"
 author:
   - glm53.tensorfold contributors (@glm53)
@@ -29,9 +35,17 @@ options:
     elements: dict
     required: true
   bind:
-    description: Address to listen on.
+    description: The address the peers reach this host at (an IP address or a name that resolves to one of its own).
     type: str
-    default: 0.0.0.0
+    required: true
+  secret_file:
+    description: A file of mode 0600 whose first line is the run's secret (at least 16 characters).
+    type: path
+    required: true
+  idle_timeout:
+    description: Stop after this many seconds without a request or a byte sent; 0 never.
+    type: int
+    default: 120
   port:
     description: TCP port.
     type: int
@@ -54,7 +68,9 @@ EXAMPLES = r"""
         revision: 078455ffe6472f9a52fbc1139f58b9db2881b25c
         local_dir: /srv/glm53/model
         state_dir: /srv/glm53/.state/weights/model
+    bind: 10.0.0.11
     port: 18470
+    secret_file: /srv/glm53/.state/weights/peer-serve.secret
     stop_file: /srv/glm53/.state/weights/peer-serve.stop
   async: 86400
   poll: 0
@@ -73,6 +89,14 @@ seconds:
   description: How long the server ran.
   returned: success
   type: float
+refused:
+  description: Requests refused for want of the run's secret.
+  returned: success
+  type: int
+stopped:
+  description: Why it stopped (C(stop file), C(idle) or C(lifetime)).
+  returned: success
+  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -84,16 +108,20 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             repos=dict(type="list", elements="dict", required=True),
-            bind=dict(type="str", default="0.0.0.0"),
+            bind=dict(type="str", required=True),
             port=dict(type="int", required=True),
+            secret_file=dict(type="path", required=True),
             stop_file=dict(type="path", required=True),
             lifetime=dict(type="int", default=86400),
+            idle_timeout=dict(type="int", default=120),
         ),
         supports_check_mode=False,
     )
     params = module.params
     try:
-        stats = hf_peer.serve(params["repos"], params["bind"], params["port"], params["stop_file"], params["lifetime"])
+        secret = hf_peer.read_secret(params["secret_file"])
+        stats = hf_peer.serve(params["repos"], params["bind"], params["port"], params["stop_file"], params["lifetime"],
+                              secret, idle_timeout=params["idle_timeout"])
     except (IOError, OSError, ValueError, KeyError) as err:
         module.fail_json(msg="[E_DOWNLOAD] cannot serve the verified copy to peers: %s" % err)
     module.exit_json(changed=False, **stats)
