@@ -152,7 +152,9 @@ def _resources(host, observed, expect, problems, own_ranks_running):
     resources = observed.get("resources") or {}
     for fs in resources.get("filesystems") or []:
         if not fs.get("ok"):
-            what = ", ".join("%s at %s (%g GiB)" % (p["name"], p["path"], p["need_gib"]) for p in fs["paths"])
+            # Only what is still missing is named: weights verified in place and a present image need none.
+            what = ", ".join("%s at %s (%g GiB)" % (p["name"], p["path"], p["need_gib"])
+                             for p in fs["paths"] if p["need_gib"] > 0)
             problems.append(record("E_DISK", host, "%s has %g GiB free; %s need %g GiB there"
                                    % (fs["mount"], fs["free_gib"], what, fs["need_gib"]), path=fs["mount"]))
     available = resources.get("memory_available_mib")

@@ -12,8 +12,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import errno
+import json
 import os
 import socket
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan
 
 GIB = 1024 ** 3
 
@@ -65,10 +68,65 @@ def disk_budget(requests, exists, device_of, free_bytes):
             filesystems.append(entry)
         entry["need_gib"] += request["need_gib"]
         entry["paths"].append({"name": request["name"], "path": request["path"],
-                               "lands_on": lands_on, "need_gib": request["need_gib"]})
+                               "lands_on": lands_on, "need_gib": request["need_gib"],
+                               "in_place": request.get("in_place", "")})
     for entry in filesystems:
         entry["ok"] = entry["free_gib"] >= entry["need_gib"]
     return filesystems
+
+
+def weights_still_needed(listing, records, revision, local_dir, stat):
+    """Bytes of a pinned snapshot not yet verified in place, from weights_fetch's own records.
+
+    ``listing`` is the recorded file list of ``revision`` (``{"entries": [...]}``) or None when the
+    host never listed it; ``records`` the verified-manifest record (``verified.json``); ``stat`` a
+    function giving ``(size, mtime_ns)`` of a path or None. A file whose record still holds (same
+    revision, path, size and mtime) needs no space; any other file needs its full size. Returns
+    None when there is no listing (nothing known: the default need applies).
+    """
+    if not listing or not isinstance(listing.get("entries"), list):
+        return None
+    needed = 0
+    for spec in hf_plan.plan_files(listing["entries"]):
+        seen = stat(os.path.join(local_dir, spec["path"]))
+        if seen is None or not hf_plan.is_verified(records or {}, revision, spec, seen[0], seen[1]):
+            needed += spec["size"]
+    return needed
+
+
+def _load_json(path):
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (IOError, OSError, ValueError):
+        return None
+
+
+def _stat(path):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def weights_need_gib(request):
+    """What a weights path still needs (GiB) and why, reading weights_fetch's records on the host.
+
+    ``request`` carries ``path`` (the snapshot's folder), ``state_dir`` and ``revision``. Returns
+    ``(need_gib, why)``; the default ``need_gib`` when the host holds no listing of that revision.
+    """
+    state_dir, revision = request.get("state_dir"), request.get("revision")
+    if not state_dir or not revision:
+        return request["need_gib"], ""
+    listing = _load_json(os.path.join(state_dir, "listing-%s.json" % revision))
+    needed = weights_still_needed(listing, _load_json(os.path.join(state_dir, "verified.json")), revision,
+                                  request["path"], _stat)
+    if needed is None:
+        return request["need_gib"], ""
+    if needed == 0:
+        return 0, "verified in place"
+    return round(needed / float(GIB), 1), "%s not yet in place" % hf_plan.human_bytes(needed)
 
 
 def statvfs_free_bytes(path):

@@ -14,8 +14,12 @@ short_description: Read free disk per filesystem, available memory, free ports a
 version_added: 0.1.0
 description:
   - For each path in O(paths), finds the filesystem it would land on (the path itself or its
-    nearest existing parent) and adds up what the paths on one filesystem need, since they share
-    its free space.
+    nearest existing parent) and adds up what the paths on one filesystem still need, since they
+    share its free space.
+  - Asks only for what is still missing. A snapshot path with C(state_dir) and C(revision) needs
+    only the bytes of files whose verification record (kept by M(glm53.tensorfold.hf_snapshot))
+    no longer holds, so weights verified in place need none. A path with C(present_image_label)
+    needs nothing when Docker already holds an image with that label.
   - Tries to bind each port in O(ports) on O(address), as the server would; a port something
     listens on reads as not free. The socket is closed at once.
   - Reads C(MemAvailable) from C(/proc/meminfo), looks up each tool in O(tools) on E(PATH), and
@@ -39,9 +43,18 @@ options:
         type: path
         required: true
       need_gib:
-        description: Free space the path needs, in GiB.
+        description: Free space the path needs when nothing of it is in place, in GiB.
         type: float
         required: true
+      state_dir:
+        description: The hf_snapshot state folder of a snapshot at this path (its listing and verification records).
+        type: path
+      revision:
+        description: The pinned commit of that snapshot.
+        type: str
+      present_image_label:
+        description: A Docker image label; when an image with it is present the path needs nothing.
+        type: str
   ports:
     description: TCP ports that must be free.
     type: list
@@ -100,7 +113,9 @@ filesystems:
       description: Whether free_gib covers need_gib.
       type: bool
     paths:
-      description: The paths on this filesystem, each with C(name), C(path), C(lands_on), C(need_gib).
+      description: >-
+        The paths on this filesystem, each with C(name), C(path), C(lands_on), C(need_gib) (what it
+        still needs) and C(in_place) (why it needs less than its default, or empty).
       type: list
       elements: dict
 memory_available_mib:
@@ -145,6 +160,15 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.glm53.tensorfold.plugins.module_utils import host_resources as res
 
 
+def image_present(module, label):
+    """True when Docker holds an image with ``label`` (False when Docker cannot be asked)."""
+    docker = module.get_bin_path("docker", required=False)
+    if not docker:
+        return False
+    rc, out, dummy = module.run_command([docker, "image", "ls", "--quiet", "--filter", "label=%s" % label])
+    return rc == 0 and bool(out.strip())
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -152,6 +176,9 @@ def main():
                 name=dict(type="str", required=True),
                 path=dict(type="path", required=True),
                 need_gib=dict(type="float", required=True),
+                state_dir=dict(type="path"),
+                revision=dict(type="str"),
+                present_image_label=dict(type="str"),
             )),
             ports=dict(type="list", elements="int", default=[]),
             address=dict(type="str", default="0.0.0.0"),
@@ -160,7 +187,13 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    filesystems = res.disk_budget(p["paths"], os.path.exists, res.device_id, res.statvfs_free_bytes)
+    requests = []
+    for request in p["paths"]:
+        need, why = res.weights_need_gib(request)
+        if request["present_image_label"] and image_present(module, request["present_image_label"]):
+            need, why = 0, "image present"
+        requests.append({"name": request["name"], "path": request["path"], "need_gib": need, "in_place": why})
+    filesystems = res.disk_budget(requests, os.path.exists, res.device_id, res.statvfs_free_bytes)
     try:
         with open("/proc/meminfo") as handle:
             memory = res.parse_meminfo(handle.read())

@@ -75,6 +75,17 @@ def test_a_gpu_passes_only_under_the_used_limit(used, busy):
         assert "GPU 0 uses %d MiB (a GPU must use under 4096 MiB)" % used in problems[0]["message"]
 
 
+def test_disk_names_only_what_is_still_missing():
+    resources = dict(HEALTHY["resources"], filesystems=[{
+        "mount": "/", "free_gib": 20.0, "need_gib": 40, "ok": False,
+        "paths": [{"name": "checkpoint", "path": "/srv/glm53/model", "need_gib": 0, "in_place": "verified in place"},
+                  {"name": "image build", "path": "/var/lib/docker", "need_gib": 40, "in_place": ""}]}])
+    problems = host_problems("gpu2", observed(resources=resources), EXPECT)
+    assert codes(problems) == ["E_DISK"]
+    assert "image build at /var/lib/docker (40 GiB)" in problems[0]["message"]
+    assert "checkpoint" not in problems[0]["message"]
+
+
 def test_missing_p2p_warns_and_does_not_fail():
     peer = {"read": {"0-1": "CNS", "1-0": "CNS"}, "write": {"0-1": "CNS", "1-0": "CNS"}, "peer_ok": False}
     problems = host_problems("gpu3", observed(peer=peer), EXPECT)

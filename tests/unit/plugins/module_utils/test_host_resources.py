@@ -74,3 +74,80 @@ def test_an_address_the_host_lacks_is_named():
 
 def test_tools_report_missing_as_none():
     assert res.find_tools(["curl", "hf"], {"curl": "/usr/bin/curl"}.get) == {"curl": "/usr/bin/curl", "hf": None}
+
+
+# --- what is still missing (weights_fetch's verified-manifest records) ---------------------------
+REV = "078455ffe6472f9a52fbc1139f58b9db2881b25c"
+LISTING = {"entries": [
+    {"type": "file", "path": "config.json", "size": 100, "oid": "a" * 40},
+    {"type": "file", "path": "model-00001-of-00002.safetensors", "size": 90 * GIB, "oid": "b" * 40,
+     "lfs": {"oid": "c" * 64, "size": 90 * GIB, "pointerSize": 134}},
+    {"type": "file", "path": "model-00002-of-00002.safetensors", "size": 74 * GIB, "oid": "d" * 40,
+     "lfs": {"oid": "e" * 64, "size": 74 * GIB, "pointerSize": 134}},
+]}
+ON_DISK = {"/srv/glm53/model/config.json": (100, 1), "/srv/glm53/model/model-00001-of-00002.safetensors": (90 * GIB, 2),
+           "/srv/glm53/model/model-00002-of-00002.safetensors": (74 * GIB, 3)}
+
+
+def records(*paths):
+    from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan  # pylint: disable=import-outside-toplevel
+    kept = {}
+    for spec in hf_plan.plan_files(LISTING["entries"]):
+        if spec["path"] in paths:
+            size, mtime = ON_DISK["/srv/glm53/model/" + spec["path"]]
+            kept[hf_plan.verify_key(REV, spec, size, mtime)] = spec["digest"]
+    return kept
+
+
+def test_weights_verified_in_place_need_no_space():
+    every = records("config.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors")
+    assert res.weights_still_needed(LISTING, every, REV, "/srv/glm53/model", ON_DISK.get) == 0
+
+
+def test_only_files_whose_record_no_longer_holds_need_space():
+    some = records("config.json", "model-00001-of-00002.safetensors")
+    assert res.weights_still_needed(LISTING, some, REV, "/srv/glm53/model", ON_DISK.get) == 74 * GIB
+    touched = dict(ON_DISK)
+    touched["/srv/glm53/model/model-00001-of-00002.safetensors"] = (90 * GIB, 99)  # mtime changed: hashed again
+    every = records("config.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors")
+    assert res.weights_still_needed(LISTING, every, REV, "/srv/glm53/model", touched.get) == 90 * GIB
+    gone = dict(ON_DISK)
+    del gone["/srv/glm53/model/model-00002-of-00002.safetensors"]
+    assert res.weights_still_needed(LISTING, every, REV, "/srv/glm53/model", gone.get) == 74 * GIB
+
+
+def test_records_of_another_revision_do_not_count():
+    every = records("config.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors")
+    assert res.weights_still_needed(LISTING, every, "f" * 40, "/srv/glm53/model", ON_DISK.get) == 164 * GIB + 100
+
+
+def test_no_listing_means_the_default_need():
+    assert res.weights_still_needed(None, {}, REV, "/srv/glm53/model", ON_DISK.get) is None
+
+
+def test_weights_need_gib_reads_the_records_on_disk(tmp_path):
+    import json  # pylint: disable=import-outside-toplevel
+    from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan  # pylint: disable=import-outside-toplevel
+    model, state = tmp_path / "model", tmp_path / "state"
+    model.mkdir()
+    state.mkdir()
+    (model / "config.json").write_bytes(b"x" * 100)
+    listing = {"entries": [LISTING["entries"][0], dict(LISTING["entries"][1], size=GIB,
+                                                       lfs=dict(LISTING["entries"][1]["lfs"], size=GIB))]}
+    (state / ("listing-%s.json" % REV)).write_text(json.dumps(listing))
+    spec = hf_plan.plan_files(listing["entries"])[0]
+    st = (model / "config.json").stat()
+    (state / "verified.json").write_text(json.dumps({hf_plan.verify_key(REV, spec, st.st_size, st.st_mtime_ns): spec["digest"]}))
+    request = {"path": str(model), "state_dir": str(state), "revision": REV, "need_gib": 180}
+    assert res.weights_need_gib(request) == (1.0, "1.0 GiB not yet in place")
+    assert res.weights_need_gib(dict(request, revision="f" * 40)) == (180, "")
+    assert res.weights_need_gib({"path": str(model), "need_gib": 10}) == (10, "")
+
+
+def test_a_second_deploy_with_weights_in_place_passes_on_20_gib():
+    # The weights in place (need 0) and an image present (need 0): 20 GiB free is enough.
+    result = res.disk_budget([{"name": "checkpoint", "path": "/srv/glm53/model", "need_gib": 0, "in_place": "verified in place"},
+                              {"name": "drafter", "path": "/srv/glm53/drafter", "need_gib": 0, "in_place": "verified in place"},
+                              {"name": "image build", "path": "/srv/glm53", "need_gib": 0, "in_place": "image present"}],
+                             EXISTING.__contains__, DEVICES.__getitem__, lambda path: 20 * GIB)
+    assert [fs["ok"] for fs in result] == [True]
