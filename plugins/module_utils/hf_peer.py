@@ -169,10 +169,10 @@ class PeerHandler(BaseHTTPRequestHandler):
                 block = handle.read(min(1 << 20, left))
                 if not block:
                     break
-                self.wfile.write(block)
-                left -= len(block)
                 self.stats["bytes"] += len(block)
                 self.activity[0] = time.time()
+                self.wfile.write(block)
+                left -= len(block)
         return None
 
 

@@ -2,8 +2,8 @@
 # Copyright: glm53.tensorfold contributors
 # Apache License 2.0 (see LICENSE)
 """Checks on the recipe's settings that need no host: ranges and settings that depend on each
-other. Types and choices are checked by each role's argument_specs; this is the second half of
-the first pre-flight tier. Every problem names the host, the setting and what to do."""
+other. Types and choices come from each role's argument_specs (settings_spec.py checks both in one
+pass, before Ansible's own check). Every problem names the host, the setting and what to do."""
 
 from __future__ import absolute_import, division, print_function
 

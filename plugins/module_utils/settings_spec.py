@@ -1,0 +1,70 @@
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+"""Every role's argument_specs checked the recipe's way: one ``[E_SETTINGS] host: ...`` problem per
+bad value, all at once, and no dump of the specification.
+
+Ansible checks a role's ``meta/argument_specs.yml`` when the role starts; a value outside its
+``choices`` or of the wrong type then fails with the whole specification printed and no code.
+The settings_check role runs before any role's own check, validates the same specifications with
+Ansible's own validator, adds the range checks of ``settings.py``, and reports each problem with
+its code, naming the setting. The specifications stay the one source of types and choices.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import record
+from ansible_collections.glm53.tensorfold.plugins.module_utils.settings import check_settings
+
+_SPEC_KEYS = ("type", "choices", "elements", "options", "no_log")
+
+
+def merge_specs(role_specs):
+    """One option spec from ``{role: argument_specs dict}`` (each role's ``main`` entry point)."""
+    merged = {}
+    for role in sorted(role_specs):
+        options = ((role_specs[role] or {}).get("argument_specs", {}).get("main") or {}).get("options") or {}
+        for name, spec in options.items():
+            merged[name] = dict((key, spec[key]) for key in _SPEC_KEYS if key in spec)
+    return merged
+
+
+def _scrub(text, secrets):
+    for secret in secrets:
+        if secret:
+            text = text.replace(str(secret), "********")
+    return text
+
+
+def _setting_of(message, names):
+    """The setting an Ansible validation message is about (the longest name it mentions)."""
+    found = [name for name in names if name in message]
+    return max(found, key=len) if found else None
+
+
+def settings_problems(spec, values, host):
+    """Every bad value among ``values`` (only the settings given are checked) as E_SETTINGS records.
+
+    Types and choices come from ``spec`` (the roles' argument_specs, checked by Ansible's own
+    validator); ranges and settings that depend on each other from ``settings.check_settings``.
+    Values of ``no_log`` settings never appear in a message.
+    """
+    given = dict((name, value) for name, value in values.items() if name in spec)
+    secrets = [given.get(name) for name, option in spec.items() if option.get("no_log") and given.get(name)]
+    result = ArgumentSpecValidator(dict((name, spec[name]) for name in given)).validate(given)
+    problems, flagged = [], set()
+    for error in result.errors:
+        text = _scrub(str(getattr(error, "msg", error)), secrets)
+        name = _setting_of(text, given)
+        flagged.add(name)
+        problems.append(record("E_SETTINGS", host, text, setting=name))
+    checked = dict(given)
+    checked.update((name, value) for name, value in result.validated_parameters.items() if name in given)
+    for entry in check_settings(checked, host):
+        if entry.get("setting") not in flagged:
+            problems.append(entry)
+    return problems

@@ -1,0 +1,58 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: settings_check
+short_description: Check every setting of a host against the roles' argument specs, the recipe's way
+description:
+  - Runs on the controller, before any role's own argument check. Validates each setting this
+    host defines against the C(meta/argument_specs.yml) of every role of the collection (types and
+    C(choices), with Ansible's own validator) and the range checks of the recipe's settings
+    (pinned revisions, two distinct GPUs, PARALLEL and CONTEXT ranges, ports...).
+  - Returns every problem at once as C([E_SETTINGS] host: what. What to do.) records, never the
+    value of a C(no_log) setting, and sets the fact C(tensorfold_settings_problems) for the fleet
+    report. It does not fail; the settings_check role fails the host when there are problems.
+  - Takes no options; reads the host's variables.
+version_added: "0.2.0"
+author:
+  - glm53.tensorfold contributors (@glm53)
+options: {}
+attributes:
+  action:
+    support: full
+    description: Runs entirely on the controller.
+  check_mode:
+    support: full
+    description: Reads settings only.
+"""
+
+EXAMPLES = r"""
+- name: Check this host's settings
+  glm53.tensorfold.settings_check:
+"""
+
+RETURN = r"""
+problems:
+  description: One record per bad value (C(code), C(severity), C(host), C(message), C(setting)).
+  returned: always
+  type: list
+  elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def main():
+    module = AnsibleModule(argument_spec={}, supports_check_mode=True)
+    module.fail_json(msg="glm53.tensorfold.settings_check runs on the controller as an action plugin")
+
+
+if __name__ == "__main__":
+    main()
