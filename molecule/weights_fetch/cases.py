@@ -272,13 +272,75 @@ def check_mode_reports_the_size_and_writes_nothing():
     assert "No such file" in box(B, "ls /srv/glm53/model-ablit 2>&1 || true"), "check mode created the folder"
 
 
+def ablit_in_place_serves_without_a_token():
+    hub_reset()
+    rc, out = play([C], {"tensorfold_ablit": True})
+    assert rc == 0, "verified Ablit weights in place failed without a token: " + out[-3000:]
+    assert facts(out, C)["model"] == "/srv/glm53/model-ablit"
+    assert downloads(hub_log()) == [], "the weights in place were downloaded again"
+
+
+def ours(name):
+    """Our processes on a box: downloads and peer servers (their module payloads)."""
+    return box(name, "pgrep -af 'AnsiballZ_hf_(snapshot|peer_serve)' || true").strip()
+
+
+def killed_peer_copy_leaves_nothing_and_serves_no_stranger():
+    """Kill the run while the seed serves the gated Ablit weights to a peer: a request without the
+    run's secret gets 401 and no byte, the server listens on the peers' address only, the secret
+    is in no process argument, and nothing of ours runs past the idle bound."""
+    idle = 15
+    extra = {"tensorfold_data_dir": "/srv/peerkill", "tensorfold_drafter": "none", "tensorfold_ablit": True,
+             "tensorfold_hf_token": TOKEN_OK, "weights_fetch_strategy": "peer", "weights_fetch_idle_timeout": idle}
+    hub_reset()
+    proc = play([A, B], extra, background=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and "hf_peer_serve" not in ours(A):
+        time.sleep(0.2)
+    assert "hf_peer_serve" in ours(A), "the seed never served"
+    proc.kill()  # the operator's run dies (only the process this case started)
+    killed = time.time()
+    OUTPUTS.append(proc.communicate(timeout=60)[0])
+    tree = "/api/models/%s/tree/57edefd2f5d9b371c8345883304d5af68b52fa24" % ABLIT_REPO
+    shard = "/%s/resolve/57edefd2f5d9b371c8345883304d5af68b52fa24/model-00001-of-00003.safetensors" % ABLIT_REPO
+    for path in (tree, shard):
+        for auth in ("", "-H 'Authorization: Bearer hf_aHubTokenIsNotTheRunSecret'",
+                     "-H 'Authorization: Bearer wrong-secret-0000000000'"):
+            answer = box(B, "curl -s -o /tmp/peer-body -w '%%{http_code} %%{size_download}' %s http://%s:18470%s; echo"
+                         % (auth, A, path)).split()
+            assert answer[0] == "401", "a request without the run's secret got %s" % answer
+            assert "safetensors" not in box(B, "cat /tmp/peer-body"), "a stranger got the listing"
+    listen = box(A, "awk 'NR>1 && $4==\"0A\" {print $2}' /proc/net/tcp")
+    assert ":4826" in listen and "00000000:4826" not in listen, "the server listens on every address: %s" % listen
+    secret = box(A, "cat /srv/peerkill/.state/weights/peer.secret 2>/dev/null || true").strip()
+    assert not secret or box(A, "stat -c %a /srv/peerkill/.state/weights/peer.secret").strip() == "600"
+    for name in (A, B):
+        args = box(name, "ps -eo args")
+        assert not secret or secret not in args, "the secret shows in the process list of %s" % name
+    left = {}
+    while time.time() - killed < 2 * idle + 30:
+        left = dict((name, ours(name)) for name in (A, B) if ours(name))
+        if not left:
+            break
+        time.sleep(1)
+    lived = time.time() - killed
+    for name, text in left.items():  # only what this case's run started
+        box(name, "pkill -9 -f 'AnsiballZ_hf_(snapshot|peer_serve)' || true")
+    assert not left, "still running %.0f s after the kill: %s" % (lived, left)
+    print("  nothing of ours ran %.0f s after the killed run (idle timeout %d s)" % (lived, idle))
+
+
 def token_never_shows_up():
     for index, text in enumerate(OUTPUTS):
         assert CANARY not in text, "a token shows in the output of run %d" % index
     assert CANARY not in box(HUB, "cat /var/log/hub.jsonl")
     for name in BOXES:
         found = box(name, "grep -rl %s /srv /root /tmp /var/log /etc 2>/dev/null || true" % CANARY).split()
-        assert not found, "%s holds the token in %s" % (name, found)
+        # Its own root-only file is the one place the token may be (the download reads it there).
+        strays = [path for path in found if not (path.endswith(".hf-token")
+                                                 and box(name, "stat -c %%a%%U %s" % path).strip() == "600root")]
+        assert not strays, "%s holds the token in %s" % (name, strays)
+        assert CANARY not in box(name, "ps -eo args"), "%s shows the token in a process argument" % name
 
 
 def main():
@@ -286,7 +348,8 @@ def main():
                  served_folder_is_read_only, corrupted_shard_is_detected_and_repaired,
                  kill_mid_file_resumes_with_a_range_request, gated_401_and_403_have_their_messages,
                  ablit_with_a_token_then_back_with_no_download, local_checkpoint_is_checked_and_never_modified,
-                 check_mode_reports_the_size_and_writes_nothing, token_never_shows_up):
+                 check_mode_reports_the_size_and_writes_nothing, ablit_in_place_serves_without_a_token,
+                 killed_peer_copy_leaves_nothing_and_serves_no_stranger, token_never_shows_up):
         case(func)
     shutil.rmtree(WORK, ignore_errors=True)
     print("%d cases failed" % len(FAILED) if FAILED else "all cases passed")

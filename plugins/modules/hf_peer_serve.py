@@ -16,9 +16,9 @@ description:
     the part of the Hub's API that hf_snapshot uses (tree listing, resolve with Range), so peers
     copy them with I(endpoint=http://SEED:PORT) and verify every file with the same checksums.
   - Refuses to start unless every file's verification record still holds. Writes nothing.
-  - Every request must carry the run's secret as C(Authorization: Bearer SECRET) (what
-    M(glm53.tensorfold.hf_snapshot) sends as its token); any other request gets 401 and no byte.
-    The secret is read from I(secret_file), a file only its owner may read, so it is in no
+  - Every request must carry the run's secret as a Bearer token in its C(Authorization) header
+    (what M(glm53.tensorfold.hf_snapshot) sends as its token); any other request gets 401 and no
+    byte. The secret is read from I(secret_file), a file only its owner may read, so it is in no
     argument, process list or log.
   - Runs until I(stop_file) exists, I(idle_timeout) seconds pass without a request or a byte
     sent (the run that needed it was killed), or I(lifetime) seconds pass; meant for C(async)

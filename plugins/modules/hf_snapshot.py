@@ -56,8 +56,8 @@ options:
     description:
       - A Hub read token. Defaults to the content of I(token_file), else the C(HF_TOKEN) environment
         variable. Never returned or logged.
-      - Prefer I(token_file) with C(async): the arguments of an async module stay on the host while
-        it runs, and after a killed run.
+      - Prefer I(token_file) with C(async), since the arguments of an async module stay on the host
+        while it runs, and after a killed run.
     type: str
   token_file:
     description:

@@ -16,9 +16,9 @@ description:
     host defines against the C(meta/argument_specs.yml) of every role of the collection (types and
     C(choices), with Ansible's own validator) and the range checks of the recipe's settings
     (pinned revisions, two distinct GPUs, PARALLEL and CONTEXT ranges, ports...).
-  - Returns every problem at once as C([E_SETTINGS] host: what. What to do.) records, never the
+  - "Returns every problem at once as C([E_SETTINGS] host: what. What to do.) records, never the
     value of a C(no_log) setting, and sets the fact C(tensorfold_settings_problems) for the fleet
-    report. It does not fail; the settings_check role fails the host when there are problems.
+    report. It does not fail; the settings_check role fails the host when there are problems."
   - Takes no options; reads the host's variables.
 version_added: "0.2.0"
 author:
