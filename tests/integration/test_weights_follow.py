@@ -99,7 +99,7 @@ def test_a_download_of_over_1000_intervals_is_followed_by_one_task_with_bounded_
     assert rc == 0, out[-3000:]
     lines = out.splitlines()
     progress = [line for line in lines if line.startswith("box: model: ")]
-    follow_tasks = [line for line in lines if line.startswith("TASK [") and "Follow the download" in line]
+    follow_tasks = [line for line in lines if line.startswith("TASK [") and "Follow to its end the download" in line]
     peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
     print("download %.1f s = %d intervals of %.2f s; %d output lines, %d progress lines; peak RSS %.0f MiB"
           % (took, took / INTERVAL, INTERVAL, len(lines), len(progress), peak_mib))
