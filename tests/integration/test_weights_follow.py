@@ -11,20 +11,20 @@ import json
 import os
 import resource
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
 
-from ansible_run import PLAYBOOK_BIN, run_playbook  # noqa: E402  pylint: disable=wrong-import-position
+sys.path.insert(0, os.path.join(ROOT, "tests", "standins", "hub"))
 
-HUB = os.path.join(ROOT, "tests", "standins", "hub")
+from ansible_run import PLAYBOOK_BIN, run_playbook  # noqa: E402  pylint: disable=wrong-import-position
+from emulator_process import running_hub  # noqa: E402  pylint: disable=wrong-import-position
+
 REPO = "Mia-AiLab/GLM-5.3-Flash-EXL3-4bpw-TensorFold"
 COMMIT = "078455ffe6472f9a52fbc1139f58b9db2881b25c"
 INTERVAL = 0.05
@@ -49,31 +49,10 @@ PLAYBOOK = """
 """
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(name="hub")
 def hub_fixture(tmp_path):
-    root = tmp_path / "repos"
-    subprocess.check_call([sys.executable, os.path.join(HUB, "make_repos.py"), str(root), "--shards", "2",
-                           "--shard-mib", "2"])
-    port, cdn = free_port(), free_port()
-    proc = subprocess.Popen([sys.executable, os.path.join(HUB, "hub_emulator.py"), "--root", str(root), "--bind",
-                             "127.0.0.1", "--port", str(port), "--cdn-port", str(cdn),
-                             "--faults", json.dumps({"throttle_bps": THROTTLE_BPS})])
-    url = "http://127.0.0.1:%d" % port
-    for dummy in range(100):
-        try:
-            urllib.request.urlopen(url + "/_emulator/log")
-            break
-        except OSError:
-            time.sleep(0.1)
-    yield url
-    proc.terminate()
-    proc.wait()
+    with running_hub(tmp_path / "repos", faults={"throttle_bps": THROTTLE_BPS}) as url:
+        yield url
 
 
 def write_run(tmp_path, hub, idle_timeout=120):

@@ -9,20 +9,18 @@ the Hub emulator (tests/standins/hub) on loopback; weights_fetch's own tasks do 
 
 import json
 import os
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
 
-from ansible_run import run_playbook  # noqa: E402  pylint: disable=wrong-import-position
+sys.path.insert(0, os.path.join(ROOT, "tests", "standins", "hub"))
 
-HUB = os.path.join(ROOT, "tests", "standins", "hub")
+from ansible_run import run_playbook  # noqa: E402  pylint: disable=wrong-import-position
+from emulator_process import running_hub  # noqa: E402  pylint: disable=wrong-import-position
+
 ABLIT = "Mia-AiLab/GLM-5.3-Flash-EXL3-4bpw-TensorFold-Ablit"
 ABLIT_COMMIT = "57edefd2f5d9b371c8345883304d5af68b52fa24"
 TOKEN = "hf_inPlaceCanaryToken6160"
@@ -66,32 +64,12 @@ DISK = """
 """ % ABLIT_COMMIT
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(name="hub", scope="module")
 def hub_fixture(tmp_path_factory):
     root = tmp_path_factory.mktemp("repos")
-    subprocess.check_call([sys.executable, os.path.join(HUB, "make_repos.py"), str(root), "--shards", "2",
-                           "--shard-mib", "1"])
-    port, cdn = free_port(), free_port()
-    log = root / "hub.jsonl"
-    proc = subprocess.Popen([sys.executable, os.path.join(HUB, "hub_emulator.py"), "--root", str(root), "--bind",
-                             "127.0.0.1", "--port", str(port), "--cdn-port", str(cdn), "--log", str(log),
-                             "--tokens", "accepted:%s" % TOKEN])
-    url = "http://127.0.0.1:%d" % port
-    for dummy in range(100):
-        try:
-            urllib.request.urlopen(url + "/_emulator/log")
-            break
-        except OSError:
-            time.sleep(0.1)
-    yield url, log
-    proc.terminate()
-    proc.wait()
+    log = root.parent / (root.name + "-hub.jsonl")
+    with running_hub(root, shard_mib=1, tokens="accepted:%s" % TOKEN, log=log) as url:
+        yield url, log
 
 
 def inventory(tmp_path, hub_url, data, token):

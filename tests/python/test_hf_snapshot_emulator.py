@@ -5,7 +5,6 @@
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,7 +17,9 @@ sys.path.insert(0, os.path.join(ROOT, ".cache", "collections"))
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_transfer  # noqa: E402
 
-HUB = os.path.join(ROOT, "tests", "standins", "hub")
+sys.path.insert(0, os.path.join(ROOT, "tests", "standins", "hub"))
+from emulator_process import running_hub  # noqa: E402  pylint: disable=wrong-import-position
+
 REPO = "Mia-AiLab/GLM-5.3-Flash-EXL3-4bpw-TensorFold"
 ABLIT = REPO + "-Ablit"
 COMMIT = "078455ffe6472f9a52fbc1139f58b9db2881b25c"
@@ -26,35 +27,10 @@ ABLIT_COMMIT = "57edefd2f5d9b371c8345883304d5af68b52fa24"
 MIB = 1024 * 1024
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
-    root = tmp_path_factory.mktemp("repos")
-    subprocess.check_call([sys.executable, os.path.join(HUB, "make_repos.py"), str(root), "--shards", "2",
-                           "--shard-mib", "2"])
-    port = free_port()
-    while True:
-        cdn = free_port()
-        if cdn != port:
-            break
-    proc = subprocess.Popen([sys.executable, os.path.join(HUB, "hub_emulator.py"), "--root", str(root), "--bind",
-                             "127.0.0.1", "--port", str(port), "--cdn-port", str(cdn),
-                             "--tokens", "accepted:hf_ok,denied:hf_denied"])
-    url = "http://127.0.0.1:%d" % port
-    for dummy in range(100):
-        try:
-            urllib.request.urlopen(url + "/_emulator/log")
-            break
-        except OSError:
-            time.sleep(0.1)
-    yield url
-    proc.terminate()
-    proc.wait()
+    with running_hub(tmp_path_factory.mktemp("repos"), tokens="accepted:hf_ok,denied:hf_denied") as url:
+        yield url
 
 
 def control(hub, path, data=None):
