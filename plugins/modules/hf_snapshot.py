@@ -94,8 +94,9 @@ options:
   heartbeat_file:
     description:
       - A file the run that follows the download touches (M(glm53.tensorfold.hf_snapshot_progress)).
-        When it is older than I(idle_timeout) seconds the download stops (the run was killed);
-        committed chunks stay, so the next run resumes.
+        Removed at the start; once a follower has touched it, the download stops when it is older
+        than I(idle_timeout) seconds (the run was killed). Committed chunks stay, so the next run
+        resumes.
     type: path
   idle_timeout:
     description: Seconds without a touch of I(heartbeat_file) after which the download stops; 0 never.
@@ -218,9 +219,11 @@ def read_token(path):
         return None
 
 
-def touch(path):
-    with open(path, "a"):
-        os.utime(path, None)
+def forget(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _mtime(path):
@@ -279,7 +282,9 @@ def main():
         allow_unpinned=params["allow_unpinned"], chunk_size=params["chunk_size_mib"] * 1024 * 1024,
         progress_file=params["progress_file"], check_mode=module.check_mode, gated=params["gated"])
     if params["heartbeat_file"] and params["idle_timeout"] > 0 and not module.check_mode:
-        touch(params["heartbeat_file"])  # a file left by an earlier run must not read as stale
+        # Armed by the follower's first look: a file left by an earlier run must not read as stale,
+        # and a download whose follower waits for a free fork (more hosts than forks) goes on.
+        forget(params["heartbeat_file"])
         watchdog = threading.Thread(target=watch_heartbeat,
                                     args=(params["heartbeat_file"], params["idle_timeout"], params["progress_file"]))
         watchdog.daemon = True
