@@ -1,0 +1,165 @@
+# -*- coding: utf-8 -*-
+"""The peer copy on this controller (two hosts on connection local): the seed serves the gated
+Ablit weights only to requests with the run's secret, on the peers' address, and a killed run
+leaves no peer server or download running past the idle bound.
+
+Real ansible-playbook, weights_fetch's own plan and peer tasks, the real huggingface_hub client,
+the Hub emulator (tests/standins/hub) on loopback. The weights_fetch Molecule scenario does the
+same across boxes.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "standins", "hub"))
+
+from ansible_run import PLAYBOOK_BIN, run_playbook  # noqa: E402  pylint: disable=wrong-import-position
+from emulator_process import free_port, running_hub  # noqa: E402  pylint: disable=wrong-import-position
+
+ABLIT = "Mia-AiLab/GLM-5.3-Flash-EXL3-4bpw-TensorFold-Ablit"
+ABLIT_COMMIT = "57edefd2f5d9b371c8345883304d5af68b52fa24"
+TOKEN = "hf_peerCanaryToken3391"
+SHARD = "model-00001-of-00002.safetensors"
+
+PLAYBOOK = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: Plan the weights
+      ansible.builtin.include_role:
+        name: glm53.tensorfold.weights_fetch
+        tasks_from: plan
+    - name: Fetch once and copy over the LAN
+      ansible.builtin.include_role:
+        name: glm53.tensorfold.weights_fetch
+        tasks_from: peer
+"""
+
+
+@pytest.fixture(name="hub", scope="module")
+def hub_fixture(tmp_path_factory):
+    with running_hub(tmp_path_factory.mktemp("repos"), shard_mib=1, tokens="accepted:%s" % TOKEN) as url:
+        yield url
+
+
+def write_run(tmp_path, hub, idle):
+    port = free_port()
+    hosts = {}
+    for name in ("seed", "peer"):
+        data = tmp_path / name
+        (data / ".state" / "weights").mkdir(parents=True)
+        hosts[name] = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                       "tensorfold_data_dir": str(data)}
+    inventory = tmp_path / "hosts.json"
+    inventory.write_text(json.dumps({"all": {"hosts": hosts, "vars": {
+        "tensorfold_hf_endpoint": hub, "tensorfold_ablit": True, "tensorfold_hf_token": TOKEN,
+        "tensorfold_drafter": "none", "weights_fetch_strategy": "peer", "weights_fetch_peer_port": port,
+        "weights_fetch_seed_address": "127.0.0.1", "weights_fetch_idle_timeout": idle,
+        "weights_fetch_progress_interval": 1, "weights_fetch_client_ready": True,
+        "weights_fetch_python": sys.executable, "weights_fetch_client_dir": ""}}}))
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(PLAYBOOK)
+    return playbook, inventory, port
+
+
+def servers():
+    found = set()
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as handle:
+                    cmd = handle.read()
+            except OSError:
+                continue
+            # The module and Ansible's async wrapper around it (which looks every 5 s).
+            if b"AnsiballZ_hf_peer_serve.py" in cmd or b"AnsiballZ_hf_snapshot.py" in cmd:
+                found.add(int(pid))
+    return found
+
+
+def ask(port, path, secret=None):
+    request = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path))
+    if secret is not None:
+        request.add_header("Authorization", "Bearer %s" % secret)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+
+
+def test_the_peer_copies_with_the_runs_secret_and_nothing_stays(tmp_path, hub):
+    playbook, inventory, port = write_run(tmp_path, hub, idle=120)
+    before = servers()
+    rc, out = run_playbook(playbook, inventory, tmp_path, timeout=300)
+    assert rc == 0, out[-3000:]
+    peer_shard = tmp_path / "peer" / "model-ablit" / SHARD
+    assert peer_shard.read_bytes() == (tmp_path / "seed" / "model-ablit" / SHARD).read_bytes()
+    assert not (tmp_path / "seed" / ".state" / "weights" / "peer.secret").exists(), "the secret outlived the copy"
+    ended = time.time()
+    while servers() - before and time.time() - ended < 15:
+        time.sleep(0.5)
+    print("the peer server ended %.1f s after the finished run" % (time.time() - ended))
+    assert not servers() - before, "a peer server or download outlived a finished run"
+    assert TOKEN not in out
+
+
+def test_a_killed_run_leaves_a_server_no_stranger_can_read_and_that_ends_when_idle(tmp_path, hub):
+    idle = 8
+    playbook, inventory, port = write_run(tmp_path, hub, idle=idle)
+    before = servers()
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"))
+    proc = subprocess.Popen([PLAYBOOK_BIN, "-i", str(inventory), str(playbook)], cwd=str(tmp_path), env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    secret_file = tmp_path / "seed" / ".state" / "weights" / "peer.secret"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            if ask(port, "/")[0] == 401:
+                break
+        except OSError:
+            pass
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)  # the operator's run dies (its own process group only)
+    proc.wait()
+    killed = time.time()
+    secret = secret_file.read_text().strip()
+    assert oct(secret_file.stat().st_mode & 0o777) == "0o600"
+    tree = "/api/models/%s/tree/%s" % (ABLIT, ABLIT_COMMIT)
+    shard = "/%s/resolve/%s/%s" % (ABLIT, ABLIT_COMMIT, SHARD)
+    for path in (tree, shard):
+        for credential in (None, TOKEN, "wrong-secret-0123456789"):
+            status, body = ask(port, path, credential)
+            assert status == 401 and b"safetensors" not in body and len(body) < 100, (path, credential, status)
+    assert ask(port, tree, secret)[0] == 200, "the run's secret was refused"
+    with open("/proc/net/tcp") as handle:
+        listening = [line.split()[1] for line in handle.read().splitlines()[1:] if line.split()[3] == "0A"]
+    assert "0100007F:%04X" % port in listening and "00000000:%04X" % port not in listening, listening
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as handle:
+                    assert secret.encode() not in handle.read(), "the secret is in the arguments of pid %s" % pid
+            except OSError:
+                continue
+    left = servers() - before
+    while left and time.time() - killed < idle + 30:
+        time.sleep(0.5)
+        left = servers() - before & left
+    lived = time.time() - killed
+    print("the peer server outlived the killed run by %.1f s (idle timeout %d s)" % (lived, idle))
+    for pid in left:  # only what this test started
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "still running %.0f s after the kill: %s" % (lived, sorted(left))
+    assert lived <= idle + 15
