@@ -70,7 +70,7 @@ for w in "${want[@]}"; do
     lint) stage "ansible-lint (production profile)" run_lint ;;
     sanity) stage "ansible-test sanity" run_sanity ;;
     units) stage "ansible-test units" run_units ;;
-    pytest) stage "pytest tests/python" run_pytest ;;
+    pytest) stage "pytest tests/python tests/integration" run_pytest ;;
     molecule) for s in $(scenarios); do stage "molecule $s" run_molecule "$s"; done ;;
     molecule:*) stage "molecule ${w#molecule:}" run_molecule "${w#molecule:}" ;;
     *) echo "unknown stage $w" >&2; exit 2 ;;
