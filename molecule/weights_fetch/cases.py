@@ -94,11 +94,27 @@ def play(hosts, extra=None, check=False, background=False):
     # JSON results: one line per message, nothing wrapped.
     env = dict(os.environ, ANSIBLE_CALLBACK_RESULT_FORMAT="json", ANSIBLE_NOCOLOR="1")
     if background:
-        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, env=env)
+        # Output to a file, not a pipe nobody reads while the run goes on (a full pipe stalls it).
+        log = open(os.path.join(WORK, "background-%d.log" % len(OUTPUTS)), "w+")  # pylint: disable=consider-using-with
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, universal_newlines=True, env=env)
+        proc.log = log
+        return proc
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False,
                           env=env)
     OUTPUTS.append(proc.stdout)
     return proc.returncode, proc.stdout
+
+
+def finish(proc):
+    """Kill a background run (only the process this case started) and keep its output."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(timeout=60)
+    proc.log.seek(0)
+    text = proc.log.read()
+    proc.log.close()
+    OUTPUTS.append(text)
+    return text
 
 
 def recap_changed(output, host):
@@ -201,8 +217,7 @@ def kill_mid_file_resumes_with_a_range_request():
     pids = box(A, "pgrep -f AnsiballZ_hf_snapshot || true").split()
     assert pids, "no hf_snapshot process to kill"
     box(A, "kill -9 %s" % " ".join(pids))
-    proc.kill()  # the operator's run dies with it (as on a reboot); only the process this case started
-    OUTPUTS.append(proc.communicate(timeout=60)[0])
+    finish(proc)  # the operator's run dies with it (as on a reboot)
     partial_sizes = box(A, "stat -c %s /srv/resume/.state/weights/model/partial/*.incomplete").split()
     assert len(partial_sizes) == 1, "expected one partial file, found %s" % partial_sizes
     on_disk = int(partial_sizes[0])
@@ -294,13 +309,13 @@ def killed_peer_copy_leaves_nothing_and_serves_no_stranger():
              "tensorfold_hf_token": TOKEN_OK, "weights_fetch_strategy": "peer", "weights_fetch_idle_timeout": idle}
     hub_reset()
     proc = play([A, B], extra, background=True)
-    deadline = time.time() + 120
-    while time.time() < deadline and "hf_peer_serve" not in ours(A):
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None and "hf_peer_serve" not in ours(A):
         time.sleep(0.2)
-    assert "hf_peer_serve" in ours(A), "the seed never served"
-    proc.kill()  # the operator's run dies (only the process this case started)
+    serving = "hf_peer_serve" in ours(A)
     killed = time.time()
-    OUTPUTS.append(proc.communicate(timeout=60)[0])
+    text = finish(proc)  # the operator's run dies
+    assert serving, "the seed never served: %s" % text[-3000:]
     tree = "/api/models/%s/tree/57edefd2f5d9b371c8345883304d5af68b52fa24" % ABLIT_REPO
     shard = "/%s/resolve/57edefd2f5d9b371c8345883304d5af68b52fa24/model-00001-of-00003.safetensors" % ABLIT_REPO
     for path in (tree, shard):
