@@ -11,19 +11,13 @@ import json
 import os
 import resource
 import signal
-import subprocess
 import sys
 import time
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
-
-sys.path.insert(0, os.path.join(ROOT, "tests", "standins", "hub"))
-
-from ansible_run import PLAYBOOK_BIN, run_playbook  # noqa: E402  pylint: disable=wrong-import-position
-from emulator_process import running_hub  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_run import module_processes, run_playbook, start_playbook
+from emulator_process import running_hub
 
 REPO = "Mia-AiLab/GLM-5.3-Flash-EXL3-4bpw-TensorFold"
 COMMIT = "078455ffe6472f9a52fbc1139f58b9db2881b25c"
@@ -91,42 +85,25 @@ def test_a_download_of_over_1000_intervals_is_followed_by_one_task_with_bounded_
     assert len(shards) == 2, "shards in place: %s" % shards
 
 
-def _snapshot_processes():
-    pids = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as handle:
-                if b"AnsiballZ_hf_snapshot.py" in handle.read():
-                    pids.append(int(pid))
-        except OSError:
-            continue
-    return set(pids)
-
-
 def test_a_killed_run_leaves_no_download_past_the_idle_timeout(tmp_path, hub):
     idle = 5
     playbook, inventory, data = write_run(tmp_path, hub, idle_timeout=idle)
-    before = _snapshot_processes()
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"))
-    proc = subprocess.Popen([PLAYBOOK_BIN, "-i", str(inventory), str(playbook)], cwd=str(tmp_path), env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    before = module_processes("hf_snapshot")
+    proc = start_playbook(playbook, inventory, tmp_path)
     heartbeat = data / ".state" / "weights" / "model.heartbeat"
     deadline = time.time() + 120
     while time.time() < deadline and not heartbeat.exists():  # the run follows the download
         time.sleep(0.2)
     assert heartbeat.exists(), "the download was never followed"
-    ours = _snapshot_processes() - before
+    ours = module_processes("hf_snapshot") - before
     assert ours, "no download process to watch"
     os.killpg(proc.pid, signal.SIGKILL)  # the operator's run dies (its own process group only)
     proc.wait()
     killed = time.time()
-    while time.time() - killed < idle + 30 and (_snapshot_processes() & ours):
+    while time.time() - killed < idle + 30 and (module_processes("hf_snapshot") & ours):
         time.sleep(0.5)
     lived = time.time() - killed
-    left = _snapshot_processes() & ours
+    left = module_processes("hf_snapshot") & ours
     print("the download outlived the killed run by %.1f s (idle timeout %d s)" % (lived, idle))
     for pid in left:  # only what this test started
         os.kill(pid, signal.SIGKILL)

@@ -13,13 +13,8 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
-
-sys.path.insert(0, os.path.join(ROOT, "tests", "standins", "hub"))
-
-from ansible_run import run_playbook  # noqa: E402  pylint: disable=wrong-import-position
-from emulator_process import running_hub  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_run import run_playbook
+from emulator_process import running_hub
 
 ABLIT = "Mia-AiLab/GLM-5.3-Flash-EXL3-4bpw-TensorFold-Ablit"
 ABLIT_COMMIT = "57edefd2f5d9b371c8345883304d5af68b52fa24"

@@ -11,7 +11,6 @@ same across boxes.
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 import urllib.error
@@ -19,12 +18,8 @@ import urllib.request
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
-sys.path.insert(0, os.path.join(ROOT, "tests", "standins", "hub"))
-
-from ansible_run import PLAYBOOK_BIN, run_playbook  # noqa: E402  pylint: disable=wrong-import-position
-from emulator_process import free_port, running_hub  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_run import module_processes, run_playbook, start_playbook
+from emulator_process import free_port, running_hub
 
 ABLIT = "Mia-AiLab/GLM-5.3-Flash-EXL3-4bpw-TensorFold-Ablit"
 ABLIT_COMMIT = "57edefd2f5d9b371c8345883304d5af68b52fa24"
@@ -73,18 +68,7 @@ def write_run(tmp_path, hub, idle):
 
 
 def servers():
-    found = set()
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open("/proc/%s/cmdline" % pid, "rb") as handle:
-                    cmd = handle.read()
-            except OSError:
-                continue
-            # The module and Ansible's async wrapper around it (which looks every 5 s).
-            if b"AnsiballZ_hf_peer_serve.py" in cmd or b"AnsiballZ_hf_snapshot.py" in cmd:
-                found.add(int(pid))
-    return found
+    return module_processes("hf_peer_serve", "hf_snapshot")
 
 
 def ask(port, path, secret=None):
@@ -118,10 +102,7 @@ def test_a_killed_run_leaves_a_server_no_stranger_can_read_and_that_ends_when_id
     idle = 8
     playbook, inventory, port = write_run(tmp_path, hub, idle=idle)
     before = servers()
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"))
-    proc = subprocess.Popen([PLAYBOOK_BIN, "-i", str(inventory), str(playbook)], cwd=str(tmp_path), env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = start_playbook(playbook, inventory, tmp_path)
     secret_file = tmp_path / "seed" / ".state" / "weights" / "peer.secret"
     deadline = time.time() + 120
     while time.time() < deadline:
