@@ -528,6 +528,7 @@ class EngineContainer(object):
             name, count = current.get("Name", ""), current.get("MaximumRetryCount", 0)
             if (name if not count else "%s:%d" % (name, count)) == policy:
                 return
+        self.changed = True
         if not self.check_mode:
             self.docker("update", "--restart", policy, self.p["name"])
 

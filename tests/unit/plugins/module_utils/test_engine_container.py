@@ -224,3 +224,12 @@ def test_open_connections_counts_established_sockets_on_the_port(tmp_path):
     (tmp_path / "tcp6").write_text("header\n   0: 00000000000000000000000001000000:1F54 "
                                    "00000000000000000000000001000000:C000 01 0:0 0:0 0 0 0 4\n")
     assert ec.open_connections(8020, str(tmp_path)) == 2
+
+
+def test_a_changed_restart_policy_is_applied_in_place_and_reported(tmp_path):
+    docker = FakeDocker(fitting)
+    engine(tmp_path, docker, context="65536").run("started")
+    box = engine(tmp_path, docker, context="65536", restart_policy="unless-stopped")
+    assert box.run("started")["status"] == "running" and box.changed
+    assert docker.containers["glm53-zig"]["HostConfig"]["RestartPolicy"]["Name"] == "unless-stopped"
+    assert len([c for c in docker.calls if c[1] == "run"]) == 2  # the argument check and one start
