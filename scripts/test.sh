@@ -53,7 +53,8 @@ run_units() {
      ansible-test units --local --python "$(python -c 'import sys;print("%d.%d"%sys.version_info[:2])')")
 }
 run_pytest() {
-  local dirs=(); for d in tests/python tests/integration; do ls $d/test_*.py >/dev/null 2>&1 && dirs+=("$d"); done
+  local dirs=()
+  for dir in tests/python tests/integration; do ls "$dir"/test_*.py >/dev/null 2>&1 && dirs+=("$dir"); done
   if [ ${#dirs[@]} -gt 0 ]; then python -m pytest -q "${dirs[@]}"; else echo "no pytest tests"; fi
 }
 run_molecule() {  # run_molecule NAME

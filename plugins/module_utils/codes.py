@@ -35,13 +35,14 @@ CODES = {
     "E_DOWNLOAD": ("error", "Check free space and the connection, then run again to resume."),
     "E_HF_TOKEN": ("error", "Check tensorfold_hf_token, accept the repository's terms on its page, or set tensorfold_ablit to false."),
     "E_MODEL": ("error", "Point tensorfold_model_dir at a complete checkpoint, or use tensorfold_model_source: download."),
-    "E_LOCK": ("error", "Another start holds the host's lock; wait for it or remove a stale lock."),
+    "E_LOCK": ("error", "Another start on the host holds its lock (the lock ends with that start); wait for it and run again."),
     "E_FIT": ("error", "Lower tensorfold_context or tensorfold_parallel, or free GPU memory."),
     "E_START": ("error", "Read the rank log tails above."),
     "E_API": ("error", "Read the rank log tails above; raise tensorfold_wait_timeout for a slow first start."),
     "E_SMOKE": ("error", "Read the reply above and rank0.log."),
     "E_STOP": ("error", "Stop the container by hand (docker rm -f) and run again."),
     "W_STREAMS": ("warning", "Fewer streams came up than tensorfold_parallel asked; lower tensorfold_context or free memory."),
+    "W_RESTARTS": ("warning", "Docker restarted the engine container after its ranks ended; read rank0.log and rank1.log of logs/current."),
     "W_LICENSE": ("warning", "DFlash2 is non-commercial: for commercial use set tensorfold_drafter to mtp or none."),
 }
 

@@ -14,12 +14,15 @@ the figures it used (see docs/rank_container.md, "How CONTEXT=auto finds the win
 * ``--context N exceeds this model's W-token window``: W is the most the model takes.
 
 A stream's memory grows linearly with its window, so a refusal gives the cost of one token.
-Without KV pages every one of PARALLEL streams needs a full window; with pages (one shared pool)
-one request's window must fit. The answer is the largest multiple of ``page_rows``, not above the
-requested window, whose cost fits the budget the message names.
+The engine admits a numeric ``--parallel P`` only when P streams fit at the window, with shared
+KV pages on or off (it counts streams as the memory left over one stream's cost); ``auto`` needs
+one stream. The answer is the largest multiple of ``page_rows``, not above the requested window,
+for which that many streams fit the budget the message names.
 
-Arithmetic is exact (fractions of the printed decimals), so the answer is the largest window the
-printed figures allow, never one page short because of floating-point rounding.
+Arithmetic is exact (fractions of the printed decimals). The engine prints its figures rounded
+(``%.2f``), so the true cost may be up to half a unit of the last digit higher and the budget that
+much lower: the answer fits for every value the printed text can stand for, so the engine really
+admits it, and it is the largest window that does.
 
 The cache is a TSV file, one ``key<TAB>context<TAB>recorded-at`` line per key, where the key is
 a fingerprint of everything the fit depends on (see :func:`fit_key`).
@@ -65,13 +68,34 @@ def _int(text):
     return int(text.replace(",", "").replace("_", ""))
 
 
-def _largest_window(cost_per_token, budget, streams, requested, page_rows):
-    """Largest multiple of page_rows <= requested with streams * window * cost <= budget."""
-    if cost_per_token <= 0:
+def _printed_bounds(text):
+    """The interval a figure printed as ``text`` stands for: the engine rounds to the printed
+    decimals, so the true value lies within half a unit of the last digit either side."""
+    value = Fraction(text)
+    decimals = len(text.split(".", 1)[1]) if "." in text else 0
+    half = Fraction(1, 2 * 10 ** decimals)
+    return value - half, value + half
+
+
+def largest_window(stream_cost_high, cost_window, budget_low, streams, requested, page_rows):
+    """Largest multiple of page_rows <= requested such that ``streams`` streams of that window fit.
+
+    ``stream_cost_high`` is the highest a stream's cost at ``cost_window`` tokens can be and
+    ``budget_low`` the lowest the budget can be, given the printed figures: the answer fits for
+    every true value the engine may have rounded, so the engine admits it. None when not one page
+    fits. Exact arithmetic on fractions.
+    """
+    if budget_low <= 0:
+        return None
+    if stream_cost_high <= 0:
         fits = requested
     else:
-        fits = int(budget / (cost_per_token * streams))  # floor, exact on fractions
-    window = min(fits, requested)
+        # streams * window * stream_cost_high / cost_window <= budget_low
+        fits = (budget_low * cost_window) // (stream_cost_high * streams)
+        # The engine admits equality; a strict margin of one token keeps a tie on the safe side.
+        if fits * stream_cost_high * streams == budget_low * cost_window:
+            fits -= 1
+    window = min(int(fits), requested)
     window -= window % page_rows
     return window if window >= page_rows else None
 
@@ -92,6 +116,17 @@ def parse_startup(text):
     return _int(found.group(2)), _int(found.group(4))
 
 
+def streams_needed(parallel):
+    """Streams that must fit at the window: a numeric PARALLEL P is admitted only when P streams
+    fit (with KV pages on or off, as the engine counts); ``auto`` needs one."""
+    if isinstance(parallel, str) and parallel.strip().lower() == "auto":
+        return 1
+    value = int(parallel)
+    if value < 1:
+        raise ValueError("parallel must be auto or at least 1")
+    return value
+
+
 def analyse(text, requested_context, parallel="auto", kv_pages=True, page_rows=512):
     """Read a rank log (or both) and say whether the engine refused the window, and what fits.
 
@@ -99,39 +134,44 @@ def analyse(text, requested_context, parallel="auto", kv_pages=True, page_rows=5
     ``context`` (the largest window that fits, or None), ``reason`` (the refusal's line, or ""),
     ``streams`` and ``window`` (from the startup line, or None). When several refusals are in the
     text (both ranks' logs), the smallest answer wins: both ranks must fit.
+
+    ``kv_pages`` does not change the answer: the engine counts streams the same way with shared
+    pages (the memory left over one stream's cost at the window) and refuses a numeric
+    ``--parallel P`` that does not fit either way. It is accepted so callers can pass it.
     """
+    del kv_pages  # the engine's count does not depend on it (see above)
     text = text or ""
     requested = int(requested_context)
     page_rows = int(page_rows)
     if page_rows < 1:
         raise ValueError("page_rows must be at least 1")
-    numeric_parallel = None
-    if not (isinstance(parallel, str) and parallel.strip().lower() == "auto"):
-        numeric_parallel = int(parallel)
+    streams = streams_needed(parallel)
 
     refusals = []  # (order, kind, context, line)
     for match in NO_STREAM.finditer(text):
-        window, one_stream = _int(match.group(1)), Fraction(match.group(2))
-        budget = Fraction(match.group(3))
-        streams = 1 if kv_pages or numeric_parallel is None else numeric_parallel
-        answer = _largest_window(one_stream / window, budget, streams, requested, page_rows)
+        window = _int(match.group(1))
+        one_stream_high = _printed_bounds(match.group(2))[1]
+        budget_low = _printed_bounds(match.group(3))[0]
+        answer = largest_window(one_stream_high, window, budget_low, streams, requested, page_rows)
         refusals.append((match.start(), "no_stream", answer, _line_start(text, match)))
     for match in PARALLEL.finditer(text):
-        asked, all_streams = _int(match.group(1)), Fraction(match.group(2))
-        window, budget = _int(match.group(3)), Fraction(match.group(4))
-        per_token = all_streams / (asked * window)
-        streams = 1 if kv_pages else asked
-        answer = _largest_window(per_token, budget, streams, requested, page_rows)
+        asked = _int(match.group(1))
+        all_streams_high = _printed_bounds(match.group(2))[1]
+        window = _int(match.group(3))
+        budget_low = _printed_bounds(match.group(4))[0]
+        # A stream's cost at the window is a P-th of what P streams need.
+        answer = largest_window(all_streams_high / asked, window, budget_low, streams, requested, page_rows)
         refusals.append((match.start(), "parallel", answer, _line_start(text, match)))
     for match in WEIGHTS.finditer(text):
         refusals.append((match.start(), "weights", None, _line_start(text, match)))
     for match in WINDOW.finditer(text):
-        model_window = _int(match.group(2))
-        refusals.append((match.start(), "window", min(model_window, requested), _line_start(text, match)))
+        model_window = min(_int(match.group(2)), requested)
+        model_window -= model_window % page_rows
+        refusals.append((match.start(), "window", model_window or None, _line_start(text, match)))
 
-    streams, window = parse_startup(text)
+    found_streams, found_window = parse_startup(text)
     result = {"refused": bool(refusals), "kind": None, "context": None, "reason": "",
-              "streams": streams, "window": window}
+              "streams": found_streams, "window": found_window}
     if not refusals:
         return result
     weights = [r for r in refusals if r[1] == "weights"]

@@ -10,10 +10,9 @@ public facts of the roles that ran before in check mode (image ref, model path, 
 UUIDs) and what the plan's own read-only look at the host found (image present, folders
 present). Nothing is assumed: what is not known is printed as not known.
 
-INTEGRATION POINT (lead): the rank command lines below follow the engine contract's flags. The
-rank_container role renders the real ones from templates/runner.sh.j2; once both are merged,
-the runner template and this plan should share one source (this module's ``rank_argv`` as a
-filter the template calls, or the plan rendering the template itself).
+The ranks' command lines, their environment and the key's file mount come from
+``engine_args`` (the one builder the runner script and the engine's argument check use too), so
+the plan's rank lines are the argv the engine receives.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -22,16 +21,17 @@ __metaclass__ = type
 
 import shlex
 
+from ansible_collections.glm53.tensorfold.plugins.module_utils import engine_args
 from ansible_collections.glm53.tensorfold.plugins.module_utils.settings import MAX_CONTEXT, parse_context
 
 # Sizes the recipe states (recipe-facts.md), used only when the Hub was not asked.
 ABOUT_GIB = {"model": 164, "ablit": 164, "drafter": 10}
-ENGINE = "/opt/tensorfold/native/bin/tensorfold-native"
+ENGINE = engine_args.ENGINE
 ENGINE_BUILD = ("zig build -Dnvcc=/usr/local/cuda/bin/nvcc -Doptimize=fast -Dsm=120 "
                 "--prefix /opt/tensorfold fatbins install native")
-MODEL_MOUNT = "/model"
-DRAFTER_MOUNT = "/drafter"
-LOG_MOUNT = "/logs"
+MODEL_MOUNT = engine_args.MODEL_MOUNT
+DRAFTER_MOUNT = engine_args.DRAFTER_MOUNT
+LOG_MOUNT = engine_args.LOG_MOUNT
 
 
 def _flag(value):
@@ -52,47 +52,20 @@ def first_context(settings, cached=None):
 
 
 def rank_argv(settings, rank, model_path=MODEL_MOUNT, drafter_path=DRAFTER_MOUNT, context=None):
-    """The engine's command line for one rank (a list), as the engine contract defines its flags.
+    """The engine's command line for one rank (a list), from the one builder the runner uses.
 
-    The API key never appears: rank 0 reads it from a mode-0600 file or the environment.
+    The API key never appears: rank 0 reads it from a mode-0600 file (its path only).
     """
     s = settings
-    argv = [ENGINE, "serve", model_path]
-    if rank == 0:
-        argv += ["--name", str(s.get("tensorfold_served_name", "GLM-5.3-Flash")),
-                 "--host", str(s.get("tensorfold_host", "0.0.0.0")),
-                 "--port", str(s.get("tensorfold_port", 8020))]
-    argv += ["--context", str(context if context is not None else first_context(s)),
-             "--parallel", str(s.get("tensorfold_parallel", 4)),
-             "--max-tokens", str(s.get("tensorfold_max_tokens", 32768)),
-             "--thinking" if _flag(s.get("tensorfold_thinking", False)) else "--no-thinking",
-             "--reasoning-effort", str(s.get("tensorfold_reasoning_effort", "high")),
-             "--kv-dtype", str(s.get("tensorfold_kv", "fp8"))]
-    if rank == 0 and _flag(s.get("tensorfold_vision", True)):
-        argv.append("--vision")
-    drafter = s.get("tensorfold_drafter", "dflash2")
-    if drafter == "none":
-        argv.append("--no-drafts")
-    elif drafter == "dflash2":
-        argv += ["--drafter", drafter_path]
-    argv += ["--tp", "2", "--rank", str(rank), "--master", "127.0.0.1",
-             "--master-port", str(s.get("tensorfold_nccl_port", 29583)), "--device", str(rank)]
-    return argv
+    return engine_args.rank_argv(s, rank, context if context is not None else first_context(s), model_path, drafter_path,
+                                 engine_args.API_KEY_MOUNT if _key_set(s) else None,
+                                 s.get("rank_container_engine_args") or ())
 
 
 def engine_env(settings):
-    """The environment of both ranks: the engine's own variables and the runner's settings."""
-    s = settings
-    env = {"TENSORFOLD_MEMORY_RESERVE_GIB": str(s.get("tensorfold_memory_reserve_gib", 4)),
-           "HF_HUB_OFFLINE": "1", "NCCL_SOCKET_IFNAME": "lo", "NCCL_IB_DISABLE": "1",
-           "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
-           # Settings the contract has no flag for; the runner script exports them under these
-           # names (rank_container's templates/runner.sh.j2, issue 6, read while both were open).
-           "TENSORFOLD_KV_PAGES": "1" if _flag(s.get("tensorfold_kv_pages", True)) else "0",
-           "TENSORFOLD_DENSE": str(s.get("tensorfold_dense", "q8")),
-           "TENSORFOLD_HEAD": str(s.get("tensorfold_head", "bf16")),
-           "TENSORFOLD_ABSORB_MMA": "1" if _flag(s.get("tensorfold_absorb_mma", False)) else "0",
-           "TENSORFOLD_W8A8": "1" if _flag(s.get("tensorfold_w8a8", False)) else "0"}
+    """The environment of both ranks, as the runner exports it (cards listed separately)."""
+    env = engine_args.runner_env(settings, "<the two cards in rank order>")
+    del env["CUDA_VISIBLE_DEVICES"]
     return env
 
 
@@ -115,11 +88,11 @@ def docker_run(settings, image_ref, model_path, drafter_path, log_dir, gpus_fact
     if drafter_path:
         argv += ["-v", "%s:%s:ro" % (drafter_path, DRAFTER_MOUNT)]
     argv += ["-v", "%s:%s" % (log_dir, LOG_MOUNT)]
-    for name, value in sorted(engine_env(s).items()):
-        argv += ["-e", "%s=%s" % (name, value)]
+    argv += ["-e", "HF_HUB_OFFLINE=1"]
     if _key_set(s):
-        argv += ["--env-file", "<0600 file with TENSORFOLD_API_KEY, rank 0 only>"]
-    argv += [image_ref or "<image ref: computed by tensorfold_image>", "%s/runner.sh" % LOG_MOUNT]
+        argv += ["-v", "%s/.state/api-key:%s:ro" % (str(s.get("tensorfold_data_dir", "/srv/glm53")).rstrip("/"),
+                                                    engine_args.API_KEY_MOUNT)]
+    argv += [image_ref or "<image ref: computed by tensorfold_image>", "/bin/bash", "%s/runner.sh" % LOG_MOUNT]
     return " ".join(shlex.quote(a) if not a.startswith("<") else a for a in argv)
 
 
@@ -204,6 +177,9 @@ def plan_lines(settings, facts):
     drafter_path = f.get("drafter_path")
     if drafter_path is None and s.get("tensorfold_drafter", "dflash2") == "dflash2":
         drafter_path = data + "/drafter"
+    lines.append("ranks' environment (runner.sh exports it): %s" % " ".join(
+        "%s=%s" % (k, shlex.quote(v)) for k, v in sorted(engine_env(s).items())))
+    lines.append("engine names: %s" % engine_args.unconfirmed_note(s))
     lines.append("docker run: %s" % docker_run(s, ref, model_path, drafter_path, data + "/logs/current", f.get("gpus")))
     url = f.get("smoke_url") or "http://127.0.0.1:%s" % s.get("tensorfold_port", 8020)
     for request in smoke_requests(url, s.get("tensorfold_served_name", "GLM-5.3-Flash"), _flag(s.get("tensorfold_vision", True)),

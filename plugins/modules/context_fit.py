@@ -15,9 +15,10 @@ description:
   - Reads a rank log of C(tensorfold-native) (text or a file) and says whether the engine refused
     its window with one of its memory-fit refusals, and which window fits by the engine's own figures.
   - A stream's memory grows linearly with its window, so the figures in a refusal give the cost per
-    token. Without KV pages every one of O(parallel) streams needs a full window; with pages one
-    request's window must fit. The answer is the largest multiple of O(page_rows), not above
-    O(requested_context), whose cost fits the budget the refusal names.
+    token. The engine admits a numeric O(parallel) P only when P streams fit (KV pages on or off);
+    C(auto) needs one. The answer is the largest multiple of O(page_rows), not above
+    O(requested_context), for which they fit the budget the refusal names, read conservatively
+    from the printed two-decimal figures so that the engine really admits it.
   - A refusal that the checkpoint's weights do not fit has no answer (RV(context) is null); report
     it as a memory error. C(--context N exceeds this model's W-token window) gives W.
   - With O(state_file) and O(key), an answer is recorded in the TSV cache; without O(log) and
@@ -41,7 +42,7 @@ options:
     type: str
     default: "4"
   kv_pages:
-    description: Whether the KV cache is one shared pool of pages (then one request's window must fit).
+    description: Whether the KV cache is one shared pool of pages. Accepted for callers; it does not change the answer (the engine counts streams the same way).
     type: bool
     default: true
   page_rows:

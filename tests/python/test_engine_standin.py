@@ -212,18 +212,30 @@ def test_settings_mismatch_stops_both_ranks(box):
     assert 'rank 1 loads with "checkpoint=' in read_log(box, 1)
 
 
-def test_rank_1_killed_makes_rank_0_exit_3(box):
+def test_rank_1_killed_with_no_stream_open_makes_rank_0_exit_0(box):
     r0, r1, base, unused_master = start_pair(box, ["--context", "65536"], ["--context", "65536"])
     r1.send_signal(signal.SIGKILL)
-    assert r0.wait(10) == 3
+    assert r0.wait(10) == 0
     assert "rank 0: rank 1 closed the control link; exiting" in read_log(box, 0)
+
+
+def test_rank_1_killed_with_a_stream_open_makes_rank_0_exit_3(box):
+    env = dict(box["env"], TENSORFOLD_STANDIN_TOKENS_PER_S="2")
+    r0, r1, base, unused_master = start_pair(box, ["--context", "65536"], ["--context", "65536"], env=env)
+    import threading
+    threading.Thread(target=http, args=(base + "/v1/chat/completions",
+                                        {"model": "GLM-5.3-Flash", "max_tokens": 50, "stream": True,
+                                         "messages": [{"role": "user", "content": "hi"}]}), daemon=True).start()
+    assert wait_for(lambda: '"connections":1' in http(base + "/health")[2])
+    r1.send_signal(signal.SIGKILL)
+    assert r0.wait(10) == 3
 
 
 def test_fault_injection_kills_rank_1_after_start(box):
     env = dict(box["env"], TENSORFOLD_STANDIN_FAIL_RANK="1", TENSORFOLD_STANDIN_FAIL_AFTER_S="0.5")
     r0, r1, base, unused_master = start_pair(box, ["--context", "65536"], ["--context", "65536"], env=env)
     assert r1.wait(10) == -signal.SIGKILL
-    assert r0.wait(10) == 3
+    assert r0.wait(10) == 0  # no stream was open
 
 
 def test_sigterm_stops_the_rank_and_the_other_follows(box):
@@ -247,8 +259,10 @@ def test_window_refusal_word_for_word(box):
             "or free device memory") in read_log(box, 0)
 
 
-def test_parallel_refusal_without_pages(box):
-    env = dict(box["env"], TENSORFOLD_KV_PAGES="0")
+@pytest.mark.parametrize("pages", ["0", "1"])
+def test_parallel_refusal_with_pages_off_and_on(box, pages):
+    # The contract: with shared pages too, --parallel P is admitted only when P streams fit.
+    env = dict(box["env"], TENSORFOLD_KV_PAGES=pages)
     r0, r1, base, unused_master = start_pair(
         box, ["--context", "524288", "--parallel", "4"], ["--context", "524288", "--parallel", "4"], env=env)
     assert r0.wait(10) == 1
@@ -269,7 +283,8 @@ def test_weights_and_model_window_refusals(box):
 
 
 def test_fewer_streams_on_pages_show_in_the_startup_line(box):
-    env = dict(box["env"], TENSORFOLD_STANDIN_GPU_FREE_GIB="94.5")
+    # The switch for an engine build that admits fewer streams than asked with shared pages.
+    env = dict(box["env"], TENSORFOLD_STANDIN_GPU_FREE_GIB="94.5", TENSORFOLD_STANDIN_PAGED_PARALLEL="admit")
     r0, r1, base, unused_master = start_pair(
         box, ["--context", "524288", "--parallel", "4"], ["--context", "524288", "--parallel", "4"], env=env)
     assert "2 streams at once, 4.00 GiB each at a 524288-token window" in read_log(box, 0)

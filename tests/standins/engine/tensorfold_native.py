@@ -12,8 +12,8 @@ exists on a test box. This program keeps the engine's contract as recorded in
 * two tensor-parallel ranks meeting over TCP on ``--master:--master-port`` (rank 0 listens, rank 1
   retries every 200 ms, each waits up to ``TF_TP_TIMEOUT_S``), the SHA-256 settings-fingerprint
   exchange and its mismatch message, ``rank N: settings agreed, NCCL joined``; the control link
-  closing makes the other rank log ``rank N: <reason>; exiting`` and exit 3 (exit 0 when the other
-  rank said goodbye and no stream was open); SIGTERM logs the stop line and exits 0;
+  closing makes the other rank log ``rank N: <reason>; exiting`` and exit 3 (exit 0 when no stream
+  was open: rank 1 serves none, so it always exits 0 then); SIGTERM logs the stop line and exits 0;
 * the startup lines and the memory-fit refusals, word for word, from a memory model (per rank:
   GPU memory, weights by DENSE/HEAD packing, vision tower on rank 0, drafter, KV cost per token);
 * rank 0's HTTP API: /health (with live.connections), /v1/models, /v1/chat/completions (stream and
@@ -27,7 +27,9 @@ Settings the contract has no flag for travel as environment variables, as the ru
 The memory model and timing come from a JSON file named by ``TENSORFOLD_STANDIN_CONFIG`` and from
 ``TENSORFOLD_STANDIN_<KEY>`` variables (upper-case keys of ``DEFAULTS``), so each test scenario
 sets the card it simulates. ``fail_rank``/``fail_after_s`` make one rank kill itself (SIGKILL)
-that long after the ranks agree, which is how tests reproduce a rank dying.
+that long after the ranks agree, which is how tests reproduce a rank dying. ``paged_parallel``
+chooses how a numeric ``--parallel`` that does not fit is met with KV pages on (``refuse``, the
+contract; ``admit``, fewer streams). ``argv_dir`` records each rank's argv as ``rankN.argv.json``.
 
 Standard library only (Python 3.11).
 """
@@ -64,6 +66,12 @@ DEFAULTS = {
     "load_s": 1.0,                 # seconds "loading" after the ranks agree
     "fail_rank": -1,               # a rank that kills itself once serving (-1: none)
     "fail_after_s": 2.0,
+    # How a numeric --parallel P that does not fit is met with shared KV pages on: "refuse" (the
+    # contract: P streams must fit, pages on or off) or "admit" (serve as many as fit, fewer than
+    # P, so the role's W_STREAMS path can be seen). Without pages it is always refused.
+    "paged_parallel": "refuse",
+    # A folder to record each rank's argv in (rankN.argv.json), e.g. the run's /logs; "" = off.
+    "argv_dir": "",
 }
 
 MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -261,13 +269,12 @@ def plan_memory(args, config, rank):
         streams = min(8, fit)
     else:
         asked = int(args.parallel)
-        if asked > fit and not paged:
+        if asked > fit and (not paged or config["paged_parallel"] != "admit"):
             raise LoadError(
                 "--parallel %d needs %.2f GiB for its streams at a %d-token window, and the CUDA memory budget "
                 "leaves %.2f GiB: serve --parallel %d, or lower --context"
                 % (asked, asked * per_stream, window, left, fit))
-        # With one shared pool of pages a request that does not fit waits for pages: as many
-        # streams run at once as full windows fit, at most the number asked.
+        # Only with paged_parallel "admit": as many streams run at once as full windows fit.
         streams = min(asked, fit)
     return window, streams, per_stream, left, model, reserve
 
@@ -601,7 +608,8 @@ def serve(args, config):
         log("rank %d: %s; exiting" % (rank, reason))
         with state.lock:
             open_streams = state.connections
-        os._exit(0 if (link.goodbye and open_streams == 0) else 3)
+        # The contract: exit 3, or 0 when no stream was open.
+        os._exit(0 if open_streams == 0 else 3)
 
     if link is not None:
         link.watch(other_left)
@@ -656,8 +664,13 @@ def main(argv=None):
         sys.stderr.write("tensorfold-native: %s\n%s\n" % (err, parser.format_usage().strip()))
         return 2
     log(VERSION)
+    config = load_config()
+    if config["argv_dir"] and args.model != "/nonexistent/argument-check":
+        # What this rank was started with, for tests comparing it with the plan.
+        with open(os.path.join(config["argv_dir"], "rank%d.argv.json" % args.rank), "w") as out:
+            json.dump([sys.argv[0]] + list(argv), out)
     try:
-        return serve(args, load_config())
+        return serve(args, config)
     except LoadError as err:
         log("tensorfold: %s" % err)
         return 1

@@ -20,11 +20,15 @@ SETTINGS = {
 }
 
 
-def test_rank_zero_serves_the_api_and_vision_rank_one_does_not():
+def test_rank_zero_serves_the_api_both_load_with_the_same_flags():
     zero, one = rank_argv(SETTINGS, 0), rank_argv(SETTINGS, 1)
     assert zero[1:3] == ["serve", "/model"]
-    assert zero[zero.index("--port") + 1] == "8021" and "--vision" in zero
-    assert "--port" not in one and "--vision" not in one and "--name" not in one
+    assert zero[zero.index("--port") + 1] == "8021"
+    assert "--port" not in one and "--name" not in one
+    # The ranks compare a fingerprint of the shared flags, so rank 1 loads with --vision too, as
+    # the runner starts it.
+    assert "--vision" in zero and "--vision" in one
+    assert zero[:zero.index("--rank")] == one[:one.index("--rank")]
     for argv, rank in ((zero, 0), (one, 1)):
         assert argv[argv.index("--rank") + 1] == str(rank)
         assert argv[argv.index("--master") + 1] == "127.0.0.1"
@@ -46,7 +50,9 @@ def test_api_key_is_never_in_a_command_line():
     settings = dict(SETTINGS, tensorfold_api_key="sk-canary-123456")
     text = "\n".join(plan_lines(settings, {"image_ref": "glm53-tensorfold:abc", "image_present": True}))
     assert "sk-canary-123456" not in text
-    assert "--env-file" in text and "Authorization: Bearer <key>" in text
+    assert "/srv/glm53/.state/api-key:/run/tensorfold/api-key:ro" in text and "Authorization: Bearer <key>" in text
+    rank0 = [line for line in text.splitlines() if line.startswith("rank 0")][0]
+    assert "--api-key-file /run/tensorfold/api-key" in rank0
 
 
 def test_docker_run_pins_cards_by_uuid_in_rank_order_when_known():
@@ -55,7 +61,7 @@ def test_docker_run_pins_cards_by_uuid_in_rank_order_when_known():
     argv = shlex.split(line)
     assert argv[argv.index("--gpus") + 1] == '"device=GPU-bbbb,GPU-aaaa"'
     assert "/srv/glm53/model:/model:ro" in argv and "--init" in argv and "memlock=-1" in argv
-    assert "HF_HUB_OFFLINE=1" in argv and argv[-2] == "glm53-tensorfold:abc"
+    assert "HF_HUB_OFFLINE=1" in argv and argv[-3:] == ["glm53-tensorfold:abc", "/bin/bash", "/logs/runner.sh"]
     assert '"device=1,0"' in docker_run(SETTINGS, "x", "/m", "", "/l")
 
 
@@ -87,12 +93,24 @@ def test_smoke_requests_follow_vision_and_key():
 
 def test_key_flag_alone_is_enough_to_plan_the_auth_requests():
     text = "\n".join(plan_lines(dict(SETTINGS, tensorfold_api_key_set=True), {}))
-    assert "without a key: expects 401" in text and "--env-file" in text
+    assert "without a key: expects 401" in text and "--api-key-file" in text
 
 
-def test_settings_without_a_flag_travel_in_the_ranks_environment():
+def test_settings_without_a_flag_travel_in_the_ranks_environment_and_are_marked_unconfirmed():
     settings = dict(SETTINGS, tensorfold_kv_pages=False, tensorfold_dense="q6", tensorfold_head="q8", tensorfold_w8a8=True)
-    argv = shlex.split(docker_run(settings, "img", "/m", "", "/l"))
+    lines = plan_lines(settings, {})
+    env_line = [line for line in lines if line.startswith("ranks' environment")][0]
     for pair in ("TENSORFOLD_KV_PAGES=0", "TENSORFOLD_DENSE=q6", "TENSORFOLD_HEAD=q8", "TENSORFOLD_W8A8=1",
                  "TENSORFOLD_ABSORB_MMA=0", "TENSORFOLD_MEMORY_RESERVE_GIB=3.5"):
-        assert pair in argv
+        assert pair in env_line.split()
+    names = [line for line in lines if line.startswith("engine names:")][0]
+    assert "not confirmed" in names and "tensorfold_dense TENSORFOLD_DENSE" in names
+
+
+def test_an_overridden_name_moves_the_setting_to_a_flag():
+    settings = dict(SETTINGS, tensorfold_dense="q6", tensorfold_engine_names={"dense": "--dense", "head": "TF_HEAD"})
+    argv = rank_argv(settings, 1)
+    assert argv[argv.index("--dense") + 1] == "q6"
+    lines = plan_lines(settings, {})
+    env_line = [line for line in lines if line.startswith("ranks' environment")][0]
+    assert "TF_HEAD=bf16" in env_line and "TENSORFOLD_DENSE" not in env_line and "TENSORFOLD_HEAD" not in env_line

@@ -28,10 +28,10 @@ def test_refusal_in_a_log_file_is_answered_and_recorded(tmp_path, capsys):
     state = str(tmp_path / "context-fit.tsv")
     result = run_module({"log_path": FIXTURE, "requested_context": 1048576, "parallel": "4",
                          "state_file": state, "key": "k1"}, capsys)
-    assert result["refused"] is True and result["context"] == 694272 and result["changed"] is True
+    assert result["refused"] is True and result["context"] == 173056 and result["changed"] is True
     assert result["cached"] is False
     looked_up = run_module({"state_file": state, "key": "k1"}, capsys)
-    assert looked_up["cached"] is True and looked_up["context"] == 694272 and looked_up["changed"] is False
+    assert looked_up["cached"] is True and looked_up["context"] == 173056 and looked_up["changed"] is False
     again = run_module({"log_path": FIXTURE, "state_file": state, "key": "k1"}, capsys)
     assert again["changed"] is False
 
@@ -44,7 +44,7 @@ def test_unknown_key_is_not_cached(tmp_path, capsys):
 def test_check_mode_does_not_write_the_cache(tmp_path, capsys):
     state = tmp_path / "context-fit.tsv"
     result = run_module({"log_path": FIXTURE, "state_file": str(state), "key": "k"}, capsys, check_mode=True)
-    assert result["changed"] is True and result["context"] == 694272
+    assert result["changed"] is True and result["context"] == 173056
     assert not state.exists()
 
 

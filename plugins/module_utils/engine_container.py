@@ -1,0 +1,564 @@
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+"""The engine container's start, restart and stop, as one flow (the engine_container module).
+
+A start: take the host's start lock (an flock held by this process, so the kernel releases it
+when the process ends, however it ends), have the engine check its flags in a throw-away
+container, stop the old container, start the new one, wait for the API while watching the
+container, start once more at the window the engine's own figures allow (CONTEXT=auto), record
+the window and what was started, and give the container its restart policy once it serves.
+
+Docker is driven through its CLI with argv lists (``Docker.run`` below); nothing here builds a
+shell string. The API key only ever goes into a 0600 file mounted read-only.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import tarfile
+import tempfile
+import time
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils import context_fit, engine_args
+from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem, record
+
+from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible.module_utils.urls import open_url
+
+ACCEPTED = "neither a directory nor a Hugging Face repo id"
+STATE_RECORD = "engine.json"
+
+
+class StartFailed(Exception):
+    """A start that failed with a code; ``message`` is the formatted problem."""
+
+    def __init__(self, code, message):
+        Exception.__init__(self, message)
+        self.code = code
+        self.message = message
+
+
+class Docker(object):
+    """The docker CLI through a ``run(argv) -> (rc, out, err)`` function (the module's)."""
+
+    def __init__(self, run):
+        self._run = run
+
+    def __call__(self, *args):
+        return self._run(["docker"] + [str(a) for a in args])
+
+    def inspect(self, name):
+        rc, out, _err = self("container", "inspect", name)
+        if rc != 0:
+            return None
+        found = json.loads(out or "[]")
+        return found[0] if found else None
+
+    def image_exists(self, ref):
+        return self("image", "inspect", "--format", "{{.Id}}", ref)[0] == 0
+
+    def remove(self, name):
+        self("rm", "-f", name)
+
+
+def _now(fmt="%Y%m%dT%H%M%SZ"):
+    return time.strftime(fmt, time.gmtime())
+
+
+def _read(path, limit=None):
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except (IOError, OSError):
+        return ""
+    text = data.decode("utf-8", "replace")
+    return text if limit is None else text
+
+
+def _tail(text, lines):
+    return "\n".join(text.splitlines()[-int(lines):])
+
+
+def write_private(path, content):
+    """Write ``content`` to a 0600 file atomically; True when it changed."""
+    if _read(path) == content and (os.stat(path).st_mode & 0o777) == 0o600:
+        return False
+    folder = os.path.dirname(path)
+    handle, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+    with os.fdopen(handle, "w") as out:
+        out.write(content)
+    os.chmod(tmp, 0o600)
+    os.rename(tmp, path)
+    return True
+
+
+def open_connections(port, proc="/proc/net"):
+    """Established TCP connections to local ``port`` (the API), read from the kernel's tables.
+
+    The container shares the host's network, so its sockets are in these tables; this works
+    whether or not API keys hide /health's live counts."""
+    count = 0
+    for name in ("tcp", "tcp6"):
+        try:
+            with open(os.path.join(proc, name)) as handle:
+                rows = handle.read().splitlines()[1:]
+        except (IOError, OSError):
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) < 4:
+                continue
+            local, state = fields[1], fields[3]
+            if state == "01" and int(local.rsplit(":", 1)[1], 16) == int(port):
+                count += 1
+    return count
+
+
+class Lock(object):
+    """The host's start lock: an flock on a file, held by this process only. The kernel drops it
+    when the process ends, so a killed start leaves no lock behind."""
+
+    def __init__(self, path):
+        self.path = path
+        self.handle = None
+
+    def acquire(self, wait_s, sleep=time.sleep, clock=time.time):
+        handle = open(self.path, "a+")
+        deadline = clock() + max(0, int(wait_s))
+        while True:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except (IOError, OSError) as err:
+                if err.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    raise
+                if clock() >= deadline:
+                    handle.close()
+                    return False
+                sleep(1)
+        self.handle = handle
+        with open(self.path + ".owner", "w") as out:
+            out.write("pid %d since %s\n" % (os.getpid(), _now("%Y-%m-%dT%H:%M:%SZ")))
+        return True
+
+    def owner(self):
+        return _read(self.path + ".owner").strip() or "an unknown process"
+
+    def release(self):
+        if self.handle is not None:
+            fcntl.flock(self.handle.fileno(), fcntl.LOCK_UN)
+            self.handle.close()
+            self.handle = None
+
+
+class EngineContainer(object):
+    """One host's engine container. ``p`` holds the module's parameters."""
+
+    def __init__(self, p, docker, check_mode=False, sleep=time.sleep, clock=time.time, http=None):
+        self.p = p
+        self.docker = docker
+        self.check_mode = check_mode
+        self.sleep = sleep
+        self.clock = clock
+        self.http = http or self._http
+        self.host = p["host"]
+        self.state_dir = os.path.join(p["data_dir"], ".state")
+        self.logs_dir = os.path.join(p["data_dir"], "logs")
+        self.key_path = os.path.join(self.state_dir, "api-key")
+        self.fit_file = os.path.join(self.state_dir, "context-fit.tsv")
+        self.record_path = os.path.join(self.state_dir, STATE_RECORD)
+        self.changed = False
+        self.key = ""
+        self.warnings = []
+        self.messages = []
+
+    # ------------------------------------------------------------------ helpers
+    def fail(self, code, what, todo=None):
+        raise StartFailed(code, problem(code, self.host, what, todo))
+
+    def _http(self, path, timeout=5, key=None):
+        """GET http://api/path; (status, body) or (None, reason)."""
+        headers = {"Authorization": "Bearer " + key} if key else {}
+        try:
+            response = open_url("http://%s:%s%s" % (self.p["api_host"], self.p["port"], path), headers=headers,
+                                timeout=timeout, use_proxy=False)
+            return response.getcode(), response.read().decode("utf-8", "replace")
+        except HTTPError as err:
+            return err.code, ""
+        except (URLError, IOError, OSError) as err:
+            return None, str(err)
+
+    def ours(self, info):
+        labels = (info or {}).get("Config", {}).get("Labels") or {}
+        return labels.get(self.p["label"]) == "true"
+
+    def settings(self):
+        return self.p["settings"]
+
+    def fit_key(self, image):
+        """The context-fit cache key; the image tag defaults to the tag of the image that runs."""
+        fields = dict(self.p.get("fit_fields") or {})
+        if not fields.get("image_tag"):
+            fields["image_tag"] = image.rsplit(":", 1)[-1] if ":" in image.rsplit("/", 1)[-1] else ""
+        return context_fit.fit_key(fields)
+
+    def window(self):
+        """The window to start with: the setting, a cached fit, or the first window auto asks for."""
+        context = str(self.p["context"]).strip().lower()
+        if context != "auto":
+            return int(context), False
+        cached = context_fit.read_cache_file(self.fit_file)[0].get(self.key)
+        return (int(cached), True) if cached else (int(self.p["auto_context"]), False)
+
+    def runner(self, window):
+        return engine_args.runner_script(
+            self.settings(), window, self.p["cuda_devices"],
+            engine_args.API_KEY_MOUNT if self.p["api_key"] else None,
+            self.p["engine_args"], self.p["name"])
+
+    def fingerprint(self, runner_text, image):
+        keyed = bool(self.p["api_key"])
+        data = {"runner": runner_text, "image": image, "model": self.p["model_dir"],
+                "drafter": self.p["drafter_dir"] or "", "cache": self.p["cache_dir"], "env": self.p["env"] or {},
+                "devices": self.p["device_ids"], "gpu_requests": self.p["gpu_requests"],
+                "ulimits": self.p["ulimits"], "keyed": keyed}
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()
+
+    def mounts(self, run_dir, argument_check=False):
+        out = []
+        if not argument_check:
+            out += ["--mount", "type=bind,source=%s,target=%s,readonly" % (self.p["model_dir"], engine_args.MODEL_MOUNT),
+                    "--mount", "type=bind,source=%s,target=/root/.cache/tensorfold" % self.p["cache_dir"]]
+        logs_mode = ",readonly" if argument_check else ""
+        out += ["--mount", "type=bind,source=%s,target=%s%s" % (run_dir, engine_args.LOG_MOUNT, logs_mode)]
+        if self.p["drafter_dir"]:
+            out += ["--mount", "type=bind,source=%s,target=%s,readonly" % (self.p["drafter_dir"], engine_args.DRAFTER_MOUNT)]
+        if self.p["api_key"]:
+            out += ["--mount", "type=bind,source=%s,target=%s,readonly" % (self.key_path, engine_args.API_KEY_MOUNT)]
+        return out
+
+    def read_record(self):
+        try:
+            return json.loads(_read(self.record_path) or "{}")
+        except ValueError:
+            return {}
+
+    def write_record(self, image, window):
+        data = {"image": image, "device_ids": self.p["device_ids"], "cuda_devices": self.p["cuda_devices"],
+                "context": window, "started": _now("%Y-%m-%dT%H:%M:%SZ")}
+        with open(self.record_path + ".tmp", "w") as out:
+            json.dump(data, out, indent=1, sort_keys=True)
+        os.rename(self.record_path + ".tmp", self.record_path)
+
+    def result(self, status, context=None, streams=None, starts=0, log_dir=None):
+        return {"status": status,
+                "endpoint": "http://%s:%s/v1" % (self.p["api_host"], self.p["port"]) if status != "stopped" else "",
+                "context": context, "streams": streams, "starts": starts,
+                "log_dir": log_dir if log_dir is not None else os.path.join(self.logs_dir, "current"),
+                "warnings": self.warnings}
+
+    # ------------------------------------------------------------------ stop
+    def stop(self, info):
+        """Stop our container: wait for open requests (up to the grace), archive, remove."""
+        if info is None:
+            # A run folder left by a start that was killed before its container existed.
+            return self.archive_current() if not self.check_mode else ""
+        if not self.ours(info):
+            self.messages.append(problem("E_STOP", self.host, "a container named %s exists without the label %s; "
+                                         "it was not stopped" % (self.p["name"], self.p["label"]),
+                                         "It is not this role's: stop it by hand if it should go."))
+            return ""
+        archive = ""
+        if self.check_mode:
+            self.changed = True
+            return ""
+        if info.get("State", {}).get("Running"):
+            self.drain()
+        self.docker("update", "--restart", "no", self.p["name"])
+        self.docker("stop", "--time", self.p["stop_grace"], self.p["name"])
+        archive = self.archive_current()
+        self.docker.remove(self.p["name"])
+        self.changed = True
+        return archive
+
+    def drain(self):
+        grace = int(self.p["stop_grace"])
+        status, body = self.http("/health")
+        live = None
+        if status == 200:
+            try:
+                live = json.loads(body).get("live", {}).get("connections")
+            except (ValueError, AttributeError):
+                live = None
+        how = "/health"
+        if live is None:
+            # With API keys /health gives only its status: count the API's TCP connections.
+            live, how = open_connections(self.p["port"]), "open connections to port %s" % self.p["port"]
+        if not live:
+            return
+        self.messages.append("%d request(s) still open on %s (%s); rank 0 gets %d s to finish them before the stop"
+                             % (live, self.host, how, grace))
+        deadline = self.clock() + grace
+        while self.clock() < deadline:
+            self.sleep(1)
+            if how == "/health":
+                status, body = self.http("/health")
+                try:
+                    live = json.loads(body).get("live", {}).get("connections", 0) if status == 200 else 0
+                except (ValueError, AttributeError):
+                    live = 0
+            else:
+                live = open_connections(self.p["port"])
+            if not live:
+                return
+
+    def archive_current(self):
+        current = os.path.join(self.logs_dir, "current")
+        if not os.path.islink(current):
+            return ""
+        source = os.path.join(self.logs_dir, os.readlink(current))
+        dest = os.path.join(self.logs_dir, "%s-%s.tar.gz" % (self.p["name"], _now()))
+        extra = 0
+        while os.path.lexists(dest):
+            extra += 1
+            dest = os.path.join(self.logs_dir, "%s-%s.%d.tar.gz" % (self.p["name"], _now(), extra))
+        if os.path.isdir(source):
+            with tarfile.open(dest, "w:gz") as tar:
+                tar.add(source, arcname=os.path.basename(source))
+            os.chmod(dest, 0o644)
+            for root, dirs, files in os.walk(source, topdown=False):
+                for name in files:
+                    os.unlink(os.path.join(root, name))
+                for name in dirs:
+                    os.rmdir(os.path.join(root, name))
+            os.rmdir(source)
+        else:
+            dest = ""
+        os.unlink(current)
+        return dest
+
+    # ------------------------------------------------------------------ start
+    def argument_check(self, image, window):
+        runner_text = self.runner(window)
+        folder = os.path.join(self.state_dir, "argument-check")
+        if not os.path.isdir(folder):
+            os.makedirs(folder, 0o755)
+        with open(os.path.join(folder, "runner.sh"), "w") as out:
+            out.write(runner_text)
+        os.chmod(os.path.join(folder, "runner.sh"), 0o755)
+        name = self.p["name"] + "-argument-check"
+        self.docker.remove(name)
+        rc, out, err = self.docker("run", "--name", name, "--network", "none",
+                                   "--label", self.p["label"] + ".argument-check=true",
+                                   *(self.mounts(folder, argument_check=True)
+                                     + [image, "/bin/bash", engine_args.LOG_MOUNT + "/runner.sh", "--argument-check"]))
+        self.docker.remove(name)
+        output = (out + err).strip()
+        if rc != 1 or ACCEPTED not in output:
+            flags = " ".join(engine_args.shared_flags(self.settings(), window, extra_args=self.p["engine_args"]))
+            self.fail("E_SETTINGS", "the engine rejects the flags the settings map to (exit %s): %s. Flags: %s"
+                      % (rc, output.replace("\n", " | "), flags),
+                      "Fix the setting behind the named flag (or rank_container_engine_args); nothing running was touched.")
+
+    def docker_run(self, image, window, run_dir, fingerprint):
+        p = self.p
+        argv = ["run", "-d", "--name", p["name"], "--init", "--ipc", "host", "--network", "host",
+                "--shm-size", "16g", "--restart", "no", "-e", "HF_HUB_OFFLINE=1"]
+        for name in sorted(p["env"] or {}):
+            argv += ["-e", "%s=%s" % (name, p["env"][name])]
+        for limit in p["ulimits"]:
+            name, soft, hard = str(limit).split(":")
+            argv += ["--ulimit", "%s=%s:%s" % (name, soft, hard)]
+        for key, value in ((p["label"], "true"), (p["label"] + ".settings", fingerprint),
+                           (p["label"] + ".context", str(window))):
+            argv += ["--label", "%s=%s" % (key, value)]
+        if p["gpu_requests"]:
+            argv += ["--gpus", '"device=%s"' % ",".join(p["device_ids"])]
+        argv += self.mounts(run_dir)
+        argv += [image, "/bin/bash", engine_args.LOG_MOUNT + "/runner.sh"]
+        rc, out, err = self.docker(*argv)
+        if rc != 0:
+            self.fail("E_START", "docker could not start the container: %s" % (err or out).strip())
+
+    def wait(self):
+        """'up', 'ended: ...' or 'timeout', watching the container and /health each second."""
+        deadline = self.clock() + int(self.p["wait_timeout"])
+        while True:
+            info = self.docker.inspect(self.p["name"])
+            state = (info or {}).get("State", {})
+            if not state.get("Running"):
+                return "ended: status %s, exit code %s" % (state.get("Status", "missing"), state.get("ExitCode", "unknown"))
+            if self.http("/health")[0] == 200:
+                return "up"
+            if self.clock() >= deadline:
+                return "timeout"
+            self.sleep(1)
+
+    def attempt(self, image, window, number):
+        stamp = _now()
+        run_dir = os.path.join(self.logs_dir, "%s-%s-%d" % (self.p["name"], stamp, number))
+        extra = 0
+        while os.path.lexists(run_dir):  # two starts within a second
+            extra += 1
+            run_dir = os.path.join(self.logs_dir, "%s-%s-%d.%d" % (self.p["name"], stamp, number, extra))
+        os.makedirs(run_dir, 0o755)
+        text = self.runner(window)
+        with open(os.path.join(run_dir, "runner.sh"), "w") as out:
+            out.write(text)
+        os.chmod(os.path.join(run_dir, "runner.sh"), 0o755)
+        current = os.path.join(self.logs_dir, "current")
+        if os.path.islink(current) or os.path.exists(current):
+            os.unlink(current)
+        os.symlink(os.path.basename(run_dir), current)
+        self.write_record(image, window)
+        self.docker.remove(self.p["name"])
+        self.docker_run(image, window, run_dir, self.fingerprint(text, image))
+        self.changed = True
+        outcome = self.wait()
+        logs = [_read(os.path.join(run_dir, "rank%d.log" % rank)) for rank in (0, 1)]
+        return outcome, logs, run_dir
+
+    def tails(self, logs):
+        lines = int(self.p["log_tail_lines"])
+        return " ".join("--- rank%d.log (last %d lines) --- %s" % (rank, lines, _tail(text, lines))
+                        for rank, text in enumerate(logs))
+
+    def start(self, restart=False):
+        p = self.p
+        for folder in (self.state_dir, self.logs_dir, p["cache_dir"]):
+            if not os.path.isdir(folder) and not self.check_mode:
+                os.makedirs(folder, 0o755)
+        info = self.docker.inspect(p["name"])
+        if info is not None and not self.ours(info):
+            self.fail("E_START", "a container named %s exists without the label %s; it is left alone"
+                      % (p["name"], p["label"]), "Remove or rename that container, or set tensorfold_container_name.")
+        record_ = self.read_record()
+        image = p["image"] or ((info or {}).get("Config", {}).get("Image")) or record_.get("image", "")
+        if not image:
+            if restart:
+                self.messages.append("nothing to restart on %s: no engine container was ever started there. "
+                                     "Deploy it with the full site playbook (without --tags restart)." % self.host)
+                return self.result("not_deployed")
+            self.fail("E_IMAGE", "no image to run: rank_container_image is empty, the tensorfold_image role set no "
+                      "tensorfold_image_ref and this host has no record of a started image",
+                      "Run the whole site playbook (the image role builds it) or set rank_container_image.")
+        key_changed = False
+        if p["api_key"]:
+            if not self.check_mode:
+                key_changed = write_private(self.key_path, p["api_key"] + "\n")
+            else:
+                key_changed = _read(self.key_path) != p["api_key"] + "\n"
+        elif os.path.exists(self.key_path) and not self.check_mode:
+            os.unlink(self.key_path)
+        self.key = self.fit_key(image)
+        window, cached = self.window()
+        labels = (info or {}).get("Config", {}).get("Labels") or {}
+        up_to_date = (not restart and info is not None and info.get("State", {}).get("Running")
+                      and labels.get(p["label"] + ".settings") == self.fingerprint(self.runner(window), image)
+                      and not key_changed)
+        if up_to_date:
+            self.keep_restarting(info)
+            return self.served(window, 0)
+        if info is not None and not info.get("State", {}).get("Running") and info.get("RestartCount", 0):
+            self.warnings.append(record("W_RESTARTS", self.host, "the engine container had ended (exit code %s) after "
+                                        "docker restarted it %d time(s); starting it again"
+                                        % (info.get("State", {}).get("ExitCode"), info.get("RestartCount", 0))))
+        if self.check_mode:
+            self.changed = True
+            self.messages.append("would %s %s with a %d-token window" % ("restart" if info else "start", p["name"], window))
+            return self.result("would_start", context=window)
+        if not self.docker.image_exists(image):
+            self.fail("E_IMAGE", "the image %s is not on this host" % image,
+                      "Run the whole site playbook (the image role builds it) or set rank_container_image.")
+        lock = Lock(os.path.join(self.state_dir, "start.lock"))
+        if not lock.acquire(p["lock_wait"], self.sleep, self.clock):
+            self.fail("E_LOCK", "another start holds the start lock %s (waited %s s; last taken by %s)"
+                      % (lock.path, p["lock_wait"], lock.owner()))
+        try:
+            self.argument_check(image, window)
+            self.stop(self.docker.inspect(p["name"]))
+            return self.start_locked(image, window, cached)
+        finally:
+            lock.release()
+
+    def start_locked(self, image, window, cached):
+        p = self.p
+        auto = str(p["context"]).strip().lower() == "auto"
+        refusals = []
+        for number in (1, 2):
+            outcome, logs, run_dir = self.attempt(image, window, number)
+            if outcome == "up":
+                break
+            fit = context_fit.analyse("\n".join(logs), window, str(p["parallel"]), page_rows=p["page_rows"])
+            if fit["refused"]:
+                refusals.append(fit["reason"])
+                retry = auto and number == 1 and fit["context"] is not None and fit["context"] < window
+                if retry:
+                    context_fit.write_cache_entry(self.fit_file, self.key, fit["context"])
+                    self.docker.remove(p["name"])
+                    window = fit["context"]
+                    continue
+                if fit["kind"] == "weights":
+                    self.fail("E_GPU_MEMORY", "the engine refused to start: %s. Rank log tails: %s"
+                              % (fit["reason"], self.tails(logs)),
+                              "The weights do not fit: free GPU memory, lower tensorfold_memory_reserve_gib, "
+                              "or set tensorfold_vision: false or tensorfold_drafter: mtp.")
+                self.fail("E_FIT", "the engine refused to start: %s. Rank log tails: %s"
+                          % (" Then, at the window its figures allowed: ".join(refusals), self.tails(logs)))
+            if outcome == "timeout":
+                self.fail("E_API", "the API did not answer within %s s. %s" % (p["wait_timeout"], self.tails(logs)))
+            self.fail("E_START", "the container ended (%s) before the API answered. %s" % (outcome[7:], self.tails(logs)))
+        self.keep_restarting(None)
+        self.save_models(run_dir)
+        return self.served(window, number)
+
+    def keep_restarting(self, info):
+        """Once the API answers, docker restarts the container after a crash or a daemon restart,
+        a bounded number of times (restart_policy); a start never loops."""
+        policy = self.p["restart_policy"]
+        if info is not None:
+            current = info.get("HostConfig", {}).get("RestartPolicy", {})
+            name, count = current.get("Name", ""), current.get("MaximumRetryCount", 0)
+            if (name if not count else "%s:%d" % (name, count)) == policy:
+                return
+        self.changed = True
+        if not self.check_mode:
+            self.docker("update", "--restart", policy, self.p["name"])
+
+    def save_models(self, run_dir):
+        status, body = self.http("/v1/models", key=self.p["api_key"] or None)
+        if status == 200:
+            with open(os.path.join(run_dir, "models.json"), "w") as out:
+                json.dump(json.loads(body), out, indent=4, sort_keys=True)
+                out.write("\n")
+
+    def served(self, window, starts):
+        """The result of a serving container: its streams from the startup line, and warnings."""
+        p = self.p
+        log = _read(os.path.join(self.logs_dir, "current", "rank0.log"))
+        streams, seen_window = context_fit.parse_startup(log)
+        asked = 4 if str(p["parallel"]).lower() == "auto" else int(p["parallel"])
+        if streams is not None and streams < asked:
+            what = "%d streams came up at a %d-token window, %d were asked%s" % (
+                streams, seen_window, asked, " (auto: the recipe expects four)" if str(p["parallel"]).lower() == "auto" else "")
+            self.warnings.append(record("W_STREAMS", self.host, what))
+        info = self.docker.inspect(p["name"]) or {}
+        restarts = info.get("RestartCount", 0)
+        if restarts:
+            self.warnings.append(record("W_RESTARTS", self.host, "docker restarted the engine container %d time(s) "
+                                        "since its start (the restart policy allows %s)" % (restarts, p["restart_policy"])))
+        return self.result("running", context=seen_window or window, streams=streams, starts=starts)
+
+    def run(self, state):
+        if state == "stopped":
+            info = self.docker.inspect(self.p["name"])
+            archive = self.stop(info)
+            return self.result("stopped", log_dir=archive)
+        return self.start(restart=(state == "restarted"))

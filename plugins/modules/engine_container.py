@@ -1,0 +1,260 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: engine_container
+short_description: Start, restart or stop the container that runs both ranks of tensorfold-native
+description:
+  - Starts the engine container the recipe's way and waits until rank 0's API answers, or stops it.
+  - A start takes the host's start lock (an flock on C(DATA_DIR/.state/start.lock) held by this module's
+    own process, so it ends with the start however the start ends), lets the engine check its flags
+    in a throw-away container with the same mounts, stops the old container, starts the new one,
+    and waits for C(/health), failing at once when the container ends.
+  - With O(context=auto), a memory-fit refusal is answered once with the largest window the engine's
+    own figures allow (recorded in C(DATA_DIR/.state/context-fit.tsv) under the key of O(fit_fields)).
+  - What was started (image, GPUs, window) is recorded in C(DATA_DIR/.state/engine.json), so a restart
+    finds the image when no container runs.
+  - Once the API answers the container gets O(restart_policy), so a Docker or host restart brings it
+    back and a rank that keeps dying is restarted a bounded number of times.
+  - A container of O(name) running with the same settings is left alone (C(changed=false)).
+  - The ranks' command lines come from C(engine_args), the builder the C(--check) plan uses too.
+version_added: 0.2.0
+author:
+  - glm53.tensorfold contributors (@glm53)
+options:
+  state:
+    description: C(started) leaves a container with the same settings alone; C(restarted) stops and starts; C(stopped) stops and archives the logs.
+    type: str
+    choices: [started, restarted, stopped]
+    default: started
+  host:
+    description: The inventory name used in messages.
+    type: str
+    required: true
+  name:
+    description: The container's name.
+    type: str
+    default: glm53-zig
+  label:
+    description: The label marking the container as ours; only a container with it is ever stopped.
+    type: str
+    default: glm53.tensorfold.rank_container
+  image:
+    description: The image to run; empty takes the running container's, else the recorded one.
+    type: str
+    default: ""
+  settings:
+    description: The recipe's C(tensorfold_*) settings the engine's argv is built from.
+    type: dict
+    required: true
+  engine_args:
+    description: More engine flags for both ranks.
+    type: list
+    elements: str
+    default: []
+  context:
+    description: The window, a number or C(auto).
+    type: str
+    required: true
+  auto_context:
+    description: The window C(auto) asks for first.
+    type: int
+    default: 1048576
+  fit_fields:
+    description:
+      - What the context fit depends on (GPU name and memory, checkpoint revision, image tag, PARALLEL, KV,
+        KV_PAGES, DENSE, HEAD, VISION, DRAFTER, MEMORY_RESERVE_GIB); the cache key is their SHA-256.
+      - An empty C(image_tag) is the tag of the image the module runs.
+    type: dict
+    default: {}
+  page_rows:
+    description: KV page rows; the window C(auto) settles on is a multiple of it.
+    type: int
+    default: 512
+  parallel:
+    description: The streams asked for, a number or C(auto).
+    type: str
+    default: "4"
+  api_key:
+    description: The API key; written to a 0600 file mounted read-only for rank 0, never on a command line.
+    type: str
+    default: ""
+  data_dir:
+    description: The host's data folder (C(.state), C(logs)).
+    type: path
+    required: true
+  model_dir:
+    description: The checkpoint folder, mounted read-only at C(/model).
+    type: path
+    required: true
+  drafter_dir:
+    description: The DFlash2 folder mounted read-only at C(/drafter); empty for none.
+    type: str
+    default: ""
+  cache_dir:
+    description: The engine's cache folder.
+    type: path
+    required: true
+  device_ids:
+    description: The two cards for the device request, in rank order.
+    type: list
+    elements: str
+    required: true
+  cuda_devices:
+    description: C(CUDA_VISIBLE_DEVICES) inside the container.
+    type: str
+    required: true
+  gpu_requests:
+    description: Hand the GPUs to the container.
+    type: bool
+    default: true
+  env:
+    description: More container environment (not for secrets).
+    type: dict
+    default: {}
+  ulimits:
+    description: Ulimits as C(NAME:SOFT:HARD).
+    type: list
+    elements: str
+    default: []
+  api_host:
+    description: The address the API is asked on.
+    type: str
+    default: 127.0.0.1
+  port:
+    description: The API port.
+    type: int
+    default: 8020
+  wait_timeout:
+    description: Seconds to wait for the API.
+    type: int
+    default: 2400
+  lock_wait:
+    description: Seconds to wait for another start to release the lock before failing with E_LOCK.
+    type: int
+    default: 0
+  log_tail_lines:
+    description: Lines of each rank log shown on a failed start.
+    type: int
+    default: 25
+  stop_grace:
+    description: Seconds rank 0 gets to finish open requests.
+    type: int
+    default: 20
+  restart_policy:
+    description: Docker restart policy given once the API answers (a start itself never restarts).
+    type: str
+    default: on-failure:3
+attributes:
+  check_mode:
+    support: full
+    description: Says what it would do; nothing is written or started.
+  diff_mode:
+    support: none
+    description: Returns no diff.
+notes:
+  - "Uses the C(docker) command line; problems are reported as C([CODE] host: what. What to do.)."
+"""
+
+EXAMPLES = r"""
+- name: Start both ranks
+  glm53.tensorfold.engine_container:
+    host: "{{ inventory_hostname }}"
+    image: tensorfold:3f2a
+    settings: "{{ engine_settings }}"
+    context: auto
+    fit_fields: "{{ fit_fields }}"
+    data_dir: /srv/glm53
+    model_dir: /srv/glm53/model
+    drafter_dir: /srv/glm53/drafter
+    cache_dir: /srv/glm53/.cache
+    device_ids: [GPU-aaaa, GPU-bbbb]
+    cuda_devices: GPU-aaaa,GPU-bbbb
+  register: started
+"""
+
+RETURN = r"""
+result:
+  description: C(status) (running, would_start, stopped, not_deployed), C(endpoint), C(context), C(streams), C(starts), C(log_dir), C(warnings).
+  returned: always
+  type: dict
+messages:
+  description: Lines for the operator (open requests at a stop, what check mode would do, nothing to restart).
+  returned: always
+  type: list
+  elements: str
+code:
+  description: The failure's code when the module failed.
+  returned: failure
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils.engine_args import engine_names
+from ansible_collections.glm53.tensorfold.plugins.module_utils.engine_container import (
+    Docker, EngineContainer, StartFailed)
+from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            state=dict(type="str", choices=["started", "restarted", "stopped"], default="started"),
+            host=dict(type="str", required=True),
+            name=dict(type="str", default="glm53-zig"),
+            label=dict(type="str", default="glm53.tensorfold.rank_container"),
+            image=dict(type="str", default=""),
+            settings=dict(type="dict", required=True),
+            engine_args=dict(type="list", elements="str", default=[]),
+            context=dict(type="str", required=True),
+            auto_context=dict(type="int", default=1048576),
+            fit_fields=dict(type="dict", default={}),
+            page_rows=dict(type="int", default=512),
+            parallel=dict(type="str", default="4"),
+            api_key=dict(type="str", default="", no_log=True),
+            data_dir=dict(type="path", required=True),
+            model_dir=dict(type="path", required=True),
+            drafter_dir=dict(type="str", default=""),
+            cache_dir=dict(type="path", required=True),
+            device_ids=dict(type="list", elements="str", required=True),
+            cuda_devices=dict(type="str", required=True),
+            gpu_requests=dict(type="bool", default=True),
+            env=dict(type="dict", default={}),
+            ulimits=dict(type="list", elements="str", default=[]),
+            api_host=dict(type="str", default="127.0.0.1"),
+            port=dict(type="int", default=8020),
+            wait_timeout=dict(type="int", default=2400),
+            lock_wait=dict(type="int", default=0),
+            log_tail_lines=dict(type="int", default=25),
+            stop_grace=dict(type="int", default=20),
+            restart_policy=dict(type="str", default="on-failure:3"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        engine_names(p["settings"].get("tensorfold_engine_names"))
+    except ValueError as err:
+        module.fail_json(msg=problem("E_SETTINGS", p["host"], str(err)), code="E_SETTINGS")
+
+    def run(argv):
+        return module.run_command(argv)
+
+    engine = EngineContainer(p, Docker(run), check_mode=module.check_mode)
+    try:
+        result = engine.run(p["state"])
+    except StartFailed as err:
+        module.fail_json(msg=err.message, code=err.code, changed=engine.changed, messages=engine.messages)
+    module.exit_json(changed=engine.changed, result=result, messages=engine.messages)
+
+
+if __name__ == "__main__":
+    main()

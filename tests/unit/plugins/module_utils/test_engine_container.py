@@ -1,0 +1,235 @@
+# -*- coding: utf-8 -*-
+"""engine_container's flow against a scripted docker CLI: the lock's life, the one context retry,
+what a restart does on a host that never served, the record, and the drain count."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils import engine_container as ec
+
+REFUSAL = ("tensorfold: the CUDA memory budget fits no stream: one at a 1048576-token window takes 8.00 GiB, "
+           "and 5.30 GiB is left after the model's 84.50 GiB and the 4.0 GiB reserve; lower --context, "
+           "or free device memory")
+
+
+def startup(streams, window):
+    return ("CUDA sm_120 device 0 (card): model 84.50 GiB; %d streams at once, 0.50 GiB each at a %d-token window, "
+            "of 5.3 GiB left after a 4.0 GiB reserve; prompts in 2048-row chunks" % (streams, window))
+
+
+class FakeDocker(object):
+    """Plays the docker CLI: `run -d` writes rank logs into the mounted /logs folder as the engine
+    would for the window in runner.sh (``serve(window) -> (running, log0, log1)``)."""
+
+    def __init__(self, serve, images=("img:tag",)):
+        self.serve = serve
+        self.images = set(images)
+        self.containers = {}
+        self.calls = []
+
+    def __call__(self, argv):
+        self.calls.append(argv)
+        args = argv[1:]
+        if args[:2] == ["container", "inspect"]:
+            found = self.containers.get(args[2])
+            return (0, json.dumps([found]), "") if found else (1, "", "no such container")
+        if args[:2] == ["image", "inspect"]:
+            return (0, "sha256:x", "") if args[-1] in self.images else (1, "", "no such image")
+        if args[0] == "rm":
+            self.containers.pop(args[-1], None)
+            return 0, "", ""
+        if args[0] == "run" and "-d" not in args:
+            return 1, "tensorfold: /nonexistent/argument-check is neither a directory nor a Hugging Face repo id", ""
+        if args[0] == "run":
+            name = args[args.index("--name") + 1]
+            logs = [a.split("source=")[1].split(",")[0] for a in args if "target=/logs" in a][0]
+            text = open(os.path.join(logs, "runner.sh")).read()
+            window = int(text.split("--context\n  ")[1].split("\n")[0])
+            running, log0, log1 = self.serve(window)
+            for rank, log in ((0, log0), (1, log1)):
+                with open(os.path.join(logs, "rank%d.log" % rank), "w") as out:
+                    out.write(log + "\n")
+            labels = dict(a.split("=", 1) for a in [args[i + 1] for i, x in enumerate(args) if x == "--label"])
+            self.containers[name] = {"Config": {"Labels": labels, "Image": args[-3]},
+                                     "State": {"Running": running, "Status": "running" if running else "exited",
+                                               "ExitCode": 0 if running else 1},
+                                     "HostConfig": {"RestartPolicy": {"Name": "no", "MaximumRetryCount": 0}},
+                                     "RestartCount": 0}
+            return 0, "id", ""
+        if args[0] == "update":
+            policy = args[2]
+            name, _sep, count = policy.partition(":")
+            self.containers[args[3]]["HostConfig"]["RestartPolicy"] = {"Name": name, "MaximumRetryCount": int(count or 0)}
+            return 0, "", ""
+        if args[0] == "stop":
+            self.containers[args[-1]]["State"].update(Running=False, Status="exited", ExitCode=143)
+            return 0, "", ""
+        raise AssertionError("unexpected docker call %r" % argv)
+
+
+def params(tmp_path, **changes):
+    p = {"host": "h1", "name": "glm53-zig", "label": "glm53.tensorfold.rank_container", "image": "img:tag",
+         "settings": {"tensorfold_parallel": "4", "tensorfold_port": 8020}, "engine_args": [], "context": "auto",
+         "auto_context": 1048576, "fit_fields": {"gpu_name": "card"}, "page_rows": 512, "parallel": "4",
+         "api_key": "", "data_dir": str(tmp_path), "model_dir": str(tmp_path / "model"), "drafter_dir": "",
+         "cache_dir": str(tmp_path / ".cache"), "device_ids": ["0", "1"], "cuda_devices": "0,1", "gpu_requests": False,
+         "env": {}, "ulimits": [], "api_host": "127.0.0.1", "port": 8020, "wait_timeout": 5, "lock_wait": 0,
+         "log_tail_lines": 5, "stop_grace": 1, "restart_policy": "on-failure:3"}
+    p.update(changes)
+    return p
+
+
+def engine(tmp_path, docker, **changes):
+    clock = {"t": 0.0}
+
+    def sleep(seconds):
+        clock["t"] += seconds
+
+    def http(path, timeout=5, key=None):
+        info = docker.containers.get("glm53-zig")
+        up = info and info["State"]["Running"]
+        if path == "/v1/models":
+            return 200, '{"object": "list", "data": []}'
+        return (200, '{"status": "ok"}') if up else (None, "refused")
+
+    return ec.EngineContainer(params(tmp_path, **changes), ec.Docker(docker), sleep=sleep,
+                              clock=lambda: clock["t"], http=http)
+
+
+def fitting(window):
+    if window > 173056:
+        return False, REFUSAL, "rank 1: rank 0 closed the control link; exiting"
+    return True, startup(4, window), "rank 1: settings agreed, NCCL joined"
+
+
+def test_auto_start_is_refused_once_then_serves_the_window_that_fits_and_records_it(tmp_path):
+    docker = FakeDocker(fitting)
+    result = engine(tmp_path, docker).run("started")
+    assert result["status"] == "running" and result["starts"] == 2 and result["context"] == 173056
+    assert result["streams"] == 4 and result["warnings"] == []
+    assert open(str(tmp_path / ".state" / "context-fit.tsv")).read().count("\t173056\t") == 1
+    record = json.load(open(str(tmp_path / ".state" / "engine.json")))
+    assert record["image"] == "img:tag" and record["context"] == 173056 and record["device_ids"] == ["0", "1"]
+    assert docker.containers["glm53-zig"]["HostConfig"]["RestartPolicy"] == {"Name": "on-failure", "MaximumRetryCount": 3}
+    # A second run with the same settings starts nothing, from the cache.
+    again = engine(tmp_path, docker)
+    runs = len([c for c in docker.calls if c[1] == "run"])
+    assert again.run("started")["status"] == "running" and not again.changed
+    assert len([c for c in docker.calls if c[1] == "run"]) == runs
+
+
+def test_a_retry_refused_again_fails_with_e_fit_quoting_both_refusals(tmp_path):
+    second = REFUSAL.replace("one at a 1048576-token window takes 8.00", "one at a 173056-token window takes 1.50")
+    docker = FakeDocker(lambda w: (False, REFUSAL if w == 1048576 else second, ""))
+    with pytest.raises(ec.StartFailed) as failed:
+        engine(tmp_path, docker).run("started")
+    assert failed.value.code == "E_FIT"
+    assert "1048576-token window takes 8.00" in failed.value.message and "173056-token window" in failed.value.message
+    assert failed.value.message.startswith("[E_FIT] h1: the engine refused to start")
+
+
+def test_fewer_streams_than_asked_warn_w_streams(tmp_path):
+    docker = FakeDocker(lambda w: (True, startup(1, w), ""))
+    result = engine(tmp_path, docker, context="65536").run("started")
+    assert [w["code"] for w in result["warnings"]] == ["W_STREAMS"]
+    assert "1 streams came up at a 65536-token window, 4 were asked" in result["warnings"][0]["message"]
+
+
+def test_restart_on_a_host_that_never_served_says_so_and_does_not_fail(tmp_path):
+    docker = FakeDocker(fitting)
+    box = engine(tmp_path, docker, image="")
+    result = box.run("restarted")
+    assert result["status"] == "not_deployed" and not box.changed
+    assert "nothing to restart" in box.messages[0] and "full site playbook" in box.messages[0]
+    with pytest.raises(ec.StartFailed) as failed:
+        engine(tmp_path, docker, image="").run("started")
+    assert failed.value.code == "E_IMAGE"
+
+
+def test_restart_without_a_container_takes_the_recorded_image(tmp_path):
+    docker = FakeDocker(fitting)
+    engine(tmp_path, docker, context="65536").run("started")
+    docker.containers.clear()  # e.g. a killed restart removed it before starting the new one
+    result = engine(tmp_path, docker, image="", context="65536").run("restarted")
+    assert result["status"] == "running"
+    assert docker.containers["glm53-zig"]["Config"]["Image"] == "img:tag"
+
+
+def test_the_key_is_a_0600_file_and_in_no_docker_argument(tmp_path):
+    docker = FakeDocker(fitting)
+    engine(tmp_path, docker, context="65536", api_key="canary-123").run("started")
+    key = tmp_path / ".state" / "api-key"
+    assert key.read_text() == "canary-123\n" and (os.stat(str(key)).st_mode & 0o777) == 0o600
+    assert not any("canary-123" in " ".join(call) for call in docker.calls)
+    runs = [c for c in docker.calls if c[1] == "run"]
+    assert all(any(a.endswith("target=/run/tensorfold/api-key,readonly") for a in c) for c in runs)  # check too
+
+
+def test_lock_held_by_another_process_is_e_lock_and_ends_with_that_process(tmp_path):
+    (tmp_path / ".state").mkdir()
+    lock = str(tmp_path / ".state" / "start.lock")
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, sys, time\nh = open(sys.argv[1], 'a')\n"
+                               "fcntl.flock(h, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(60)", lock],
+                              stdout=subprocess.PIPE)
+    assert holder.stdout.readline().strip() == b"held"
+    docker = FakeDocker(fitting)
+    with pytest.raises(ec.StartFailed) as failed:
+        engine(tmp_path, docker, context="65536").run("started")
+    assert failed.value.code == "E_LOCK"
+    assert not [c for c in docker.calls if c[1] == "run"]  # nothing touched
+    holder.send_signal(signal.SIGKILL)  # a killed start: the kernel drops its lock
+    holder.wait()
+    assert engine(tmp_path, docker, context="65536").run("started")["status"] == "running"
+
+
+def test_lock_wait_outlasts_a_start_in_progress(tmp_path):
+    lock = ec.Lock(str(tmp_path / "start.lock"))
+    other = subprocess.Popen([sys.executable, "-c", "import fcntl, sys, time\nh = open(sys.argv[1], 'a')\n"
+                              "fcntl.flock(h, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(1.5)", lock.path],
+                             stdout=subprocess.PIPE)
+    assert other.stdout.readline().strip() == b"held"
+    started = time.time()
+    assert lock.acquire(10)
+    assert 0.5 < time.time() - started < 5
+    lock.release()
+    other.wait()
+
+
+def test_stop_turns_the_restart_policy_off_first_and_archives(tmp_path):
+    docker = FakeDocker(fitting)
+    engine(tmp_path, docker, context="65536").run("started")
+    box = engine(tmp_path, docker)
+    result = box.run("stopped")
+    names = [c[1] for c in docker.calls]
+    assert names.index("update", len(names) - 6) < names.index("stop", len(names) - 6)
+    assert result["status"] == "stopped" and result["log_dir"].endswith(".tar.gz") and os.path.exists(result["log_dir"])
+    assert "glm53-zig" not in docker.containers and not os.path.lexists(str(tmp_path / "logs" / "current"))
+
+
+def test_open_connections_counts_established_sockets_on_the_port(tmp_path):
+    (tmp_path / "tcp").write_text(
+        "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+        "   0: 00000000:1F54 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1\n"
+        "   1: 0100007F:1F54 0100007F:A1B2 01 00000000:00000000 00:00000000 00000000     0        0 2\n"
+        "   2: 0100007F:A1B2 0100007F:1F54 01 00000000:00000000 00:00000000 00000000     0        0 3\n")
+    (tmp_path / "tcp6").write_text("header\n   0: 00000000000000000000000001000000:1F54 "
+                                   "00000000000000000000000001000000:C000 01 0:0 0:0 0 0 0 4\n")
+    assert ec.open_connections(8020, str(tmp_path)) == 2
+
+
+def test_a_changed_restart_policy_is_applied_in_place_and_reported(tmp_path):
+    docker = FakeDocker(fitting)
+    engine(tmp_path, docker, context="65536").run("started")
+    box = engine(tmp_path, docker, context="65536", restart_policy="unless-stopped")
+    assert box.run("started")["status"] == "running" and box.changed
+    assert docker.containers["glm53-zig"]["HostConfig"]["RestartPolicy"]["Name"] == "unless-stopped"
+    assert len([c for c in docker.calls if c[1] == "run"]) == 2  # the argument check and one start
