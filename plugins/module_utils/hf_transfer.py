@@ -3,6 +3,10 @@
 # Apache License 2.0 (see LICENSE)
 """A pinned Hub snapshot into a plain folder: resumable after a kill, verified once.
 
+Each file's checksum is computed while its bytes arrive (a second thread hashes and commits what
+the first one received and wrote), so no file is read back; a resume hashes the bytes already on
+disk before the resume point, once. Two files are fetched at once.
+
 huggingface_hub does the Hub's API (revision resolution, tree listing with sizes, git oids and
 LFS sha256, URLs, auth headers, error classes) and its configured HTTP session carries the bytes.
 The file transfer itself is ours because the library, since 1.18, writes every attempt to a
