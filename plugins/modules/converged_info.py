@@ -95,8 +95,10 @@ notes:
   - Read the RV(differs) list rather than RV(converged) alone when deciding which steps to run.
 attributes:
   check_mode:
+    description: Can run in check_mode and return the same answer.
     support: full
   diff_mode:
+    description: Nothing is changed, so there is no diff.
     support: none
 """
 

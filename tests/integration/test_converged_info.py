@@ -8,7 +8,6 @@ import hashlib
 import http.server
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -31,7 +30,7 @@ SETTINGS = hashlib.sha256(b"the settings of this test").hexdigest()
 def docker_ok():
     try:
         return subprocess.run(["docker", "image", "inspect", IMAGE], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, timeout=30).returncode == 0
+                              stderr=subprocess.DEVNULL, timeout=30, check=False).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
 
@@ -62,8 +61,8 @@ def box(tmp_path_factory):
                 "lfs": {"oid": hashlib.sha256(body).hexdigest(), "size": len(body), "pointerSize": 130}}]
     (local / "config.json").write_bytes(b"{}")
     (local / "model.safetensors").write_bytes(body)
-    (state / ("listing-%s.json" % COMMIT)).write_text(json.dumps({"repo_id": "o/m", "commit": COMMIT,
-                                                                   "entries": entries}))
+    listing = {"repo_id": "o/m", "commit": COMMIT, "entries": entries}
+    (state / ("listing-%s.json" % COMMIT)).write_text(json.dumps(listing))
     records = {}
     for spec in hf_plan.plan_files(entries):
         hf_transfer.Snapshot._record(None, records, COMMIT, spec, str(local / spec["path"]))
@@ -93,7 +92,7 @@ def converged_info(box, **over):
     proc = subprocess.run([ANSIBLE, "localhost", "-o", "-m", "glm53.tensorfold.converged_info", "-a", json.dumps(args),
                            "-e", "ansible_python_interpreter=%s" % sys.executable],
                           cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, timeout=120)
+                          universal_newlines=True, timeout=120, check=False)
     line = [x for x in proc.stdout.splitlines() if x.startswith("localhost |")][0]
     result = json.loads(line.split("=>", 1)[1])
     assert proc.returncode == 0, proc.stdout
@@ -140,6 +139,6 @@ def test_an_unreachable_docker_engine_is_a_coded_failure(box):
                            json.dumps({"docker_host": "unix:///nonexistent.sock", "host_label": "box1"}),
                            "-e", "ansible_python_interpreter=%s" % sys.executable],
                           cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, timeout=120)
+                          universal_newlines=True, timeout=120, check=False)
     assert proc.returncode != 0
     assert "[E_DOCKER] box1: cannot read the Docker engine at unix:///nonexistent.sock" in proc.stdout
