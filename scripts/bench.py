@@ -414,9 +414,23 @@ def main(argv):
         print("unknown row(s) %s (known: %s)" % (", ".join(unknown), ", ".join(ROWS)), file=sys.stderr)
         return 2
     os.makedirs(REPORTS, exist_ok=True)
+    # A SIGTERM (a deadline above this one, an operator) still runs the finally clauses that
+    # remove the boxes, and the rows measured so far are saved.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
     work = tempfile.mkdtemp(prefix="glm53-bench-")
+    path = os.path.join(REPORTS, "bench-%s.json" % time.strftime("%Y%m%dT%H%M%S"))
     rows, failed = [], None
     began = time.time()
+
+    def save():
+        report = {"when": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
+                  "seconds": round(time.time() - began),
+                  "settings": {"repeat": REPEAT, "boxes": BOXES, "check_boxes": CHECK_BOXES,
+                               "deploy_boxes": DEPLOY_BOXES, "weights_mib": WEIGHTS_MIB, "timeout": TIMEOUT},
+                  "load_average": os.getloadavg(), "rows": rows, "failed": failed}
+        with open(path, "w") as handle:
+            json.dump(report, handle, indent=1)
+
     try:
         for name, func in (("weights", bench_weights), ("peer", bench_peer), ("host-checks", bench_host_checks),
                            ("deploy", bench_deploy)):
@@ -425,6 +439,7 @@ def main(argv):
                 sub = os.path.join(work, name)
                 os.makedirs(sub)
                 rows += func(sub)
+                save()
         if "noop" in wanted or "restart" in wanted:
             log("rows noop/restart")
             sub = os.path.join(work, "converged")
@@ -432,15 +447,11 @@ def main(argv):
             rows += bench_converged(sub, wanted)
     except BenchError as err:
         failed = str(err)
+    except SystemExit:
+        failed = "stopped by SIGTERM"
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    report = {"when": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"), "seconds": round(time.time() - began),
-              "settings": {"repeat": REPEAT, "boxes": BOXES, "check_boxes": CHECK_BOXES, "deploy_boxes": DEPLOY_BOXES,
-                           "weights_mib": WEIGHTS_MIB, "timeout": TIMEOUT},
-              "load_average_at_end": os.getloadavg(), "rows": rows, "failed": failed}
-    path = os.path.join(REPORTS, "bench-%s.json" % time.strftime("%Y%m%dT%H%M%S"))
-    with open(path, "w") as handle:
-        json.dump(report, handle, indent=1)
+        save()
     print(table(rows))
     print("saved %s" % os.path.relpath(path, ROOT))
     if failed:
