@@ -132,9 +132,11 @@ class HashingWriter:
     """Writes one file's bytes as they arrive and hashes them on a second thread, in order.
 
     The receiving thread calls ``write`` (the bytes go to the file at once) and ``commit`` (every
-    ``chunk_size`` bytes); the second thread updates the checksum and, for a commit, fsyncs the
-    file and records the position, so a killed download resumes from there. ``close`` returns the
-    checksum object once every byte written was hashed; the file is never read back.
+    half chunk); the second thread updates the checksum and, for a commit, fsyncs the file and
+    records the position, so a killed download resumes from there. A commit first waits for the
+    one before it, so the bytes on disk beyond the last recorded position stay under two half
+    chunks: the one-chunk bound on what a kill re-fetches holds. ``close`` returns the checksum
+    object once every byte written was hashed; the file is never read back.
     """
 
     def __init__(self, fd, hasher, position, on_commit):
@@ -143,6 +145,8 @@ class HashingWriter:
         self.position = position
         self.on_commit = on_commit
         self.error = None
+        self._previous_commit_done = threading.Event()
+        self._previous_commit_done.set()
         self._batch = []
         self._batch_bytes = 0
         self._queue = queue.Queue(PIPELINE_DEPTH)
@@ -163,6 +167,10 @@ class HashingWriter:
     def commit(self):
         """Make every byte written so far durable and record it (done on the hashing thread)."""
         self._flush_batch()
+        while not self._previous_commit_done.wait(1.0):
+            if not self._thread.is_alive():
+                break
+        self._previous_commit_done.clear()
         self._queue.put(self.position)
 
     def close(self):
@@ -183,9 +191,9 @@ class HashingWriter:
             item = self._queue.get()
             if item is None:
                 return
-            if self.error is not None:
-                continue  # keep draining so the receiving thread never blocks
             try:
+                if self.error is not None:
+                    continue  # keep draining so the receiving thread never blocks
                 if isinstance(item, list):
                     for block in item:
                         self.hasher.update(block)
@@ -194,6 +202,9 @@ class HashingWriter:
                     self.on_commit(item)
             except Exception as exc:  # pylint: disable=broad-except  # handed to the receiving thread
                 self.error = exc
+            finally:
+                if not isinstance(item, list):
+                    self._previous_commit_done.set()
 
 
 class Snapshot:
@@ -422,7 +433,7 @@ class Snapshot:
                     writer.write(block)
                     since_commit += len(block)
                     progress.add(len(block), spec["path"])
-                    if since_commit >= self.chunk_size:
+                    if since_commit >= max(1, self.chunk_size // 2):
                         writer.commit()
                         since_commit = 0
                     if writer.position > spec["size"]:
