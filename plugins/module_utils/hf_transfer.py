@@ -3,6 +3,10 @@
 # Apache License 2.0 (see LICENSE)
 """A pinned Hub snapshot into a plain folder: resumable after a kill, verified once.
 
+Each file's checksum is computed while its bytes arrive (a second thread hashes and commits what
+the first one received and wrote), so no file is read back; a resume hashes the bytes already on
+disk before the resume point, once. Two files are fetched at once.
+
 huggingface_hub does the Hub's API (revision resolution, tree listing with sizes, git oids and
 LFS sha256, URLs, auth headers, error classes) and its configured HTTP session carries the bytes.
 The file transfer itself is ours because the library, since 1.18, writes every attempt to a
@@ -22,12 +26,21 @@ __metaclass__ = type
 import hashlib
 import json
 import os
+import threading
 import time
+
+import queue
+from concurrent import futures
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan
 
 READ_BLOCK = 1024 * 1024
 TRANSIENT_RETRIES = 3
+# Received bytes waiting for the hashing thread, in batches of about READ_BLOCK: bounds memory.
+PIPELINE_DEPTH = 16
+# Files fetched at once: with two streams the receiving, writing and hashing of one overlap those
+# of the other (hashlib, socket reads and file writes release the GIL), like `hf download`'s workers.
+PARALLEL_FILES = 2
 
 
 class SnapshotError(Exception):
@@ -93,13 +106,16 @@ class Progress:
         self.started = time.time()
         self.last = 0.0
         self.current = ""
+        self._lock = threading.Lock()
 
     def add(self, count, current=None, force=False):
-        self.done += count
-        if current is not None:
-            self.current = current
-        now = time.time()
-        if self.path and (force or now - self.last >= 1.0):
+        with self._lock:
+            self.done += count
+            if current is not None:
+                self.current = current
+            now = time.time()
+            if not (self.path and (force or now - self.last >= 1.0)):
+                return
             self.last = now
             line = hf_plan.progress_line(self.done, self.total, now - self.started)
             line.update({"file": self.current, "finished": False, "updated": now})
@@ -110,6 +126,85 @@ class Progress:
             line = hf_plan.progress_line(self.done, self.total, time.time() - self.started)
             line.update({"file": "", "finished": True, "summary": summary, "updated": time.time()})
             _write_json(self.path, line)
+
+
+class HashingWriter:
+    """Writes one file's bytes as they arrive and hashes them on a second thread, in order.
+
+    The receiving thread calls ``write`` (the bytes go to the file at once) and ``commit`` (every
+    half chunk); the second thread updates the checksum and, for a commit, fsyncs the file and
+    records the position, so a killed download resumes from there. A commit first waits for the
+    one before it, so the bytes on disk beyond the last recorded position stay under two half
+    chunks: the one-chunk bound on what a kill re-fetches holds. ``close`` returns the checksum
+    object once every byte written was hashed; the file is never read back.
+    """
+
+    def __init__(self, fd, hasher, position, on_commit):
+        self.fd = fd
+        self.hasher = hasher
+        self.position = position
+        self.on_commit = on_commit
+        self.error = None
+        self._previous_commit_done = threading.Event()
+        self._previous_commit_done.set()
+        self._batch = []
+        self._batch_bytes = 0
+        self._queue = queue.Queue(PIPELINE_DEPTH)
+        self._thread = threading.Thread(target=self._work, name="hf_transfer-hash")
+        self._thread.daemon = True
+        self._thread.start()
+
+    def write(self, block):
+        view = memoryview(block)
+        while view:
+            view = view[os.write(self.fd, view):]
+        self.position += len(block)
+        self._batch.append(block)
+        self._batch_bytes += len(block)
+        if self._batch_bytes >= READ_BLOCK:
+            self._flush_batch()
+
+    def commit(self):
+        """Make every byte written so far durable and record it (done on the hashing thread)."""
+        self._flush_batch()
+        while not self._previous_commit_done.wait(1.0):
+            if not self._thread.is_alive():
+                break
+        self._previous_commit_done.clear()
+        self._queue.put(self.position)
+
+    def close(self):
+        self._flush_batch()
+        self._queue.put(None)
+        self._thread.join()
+        if self.error is not None:
+            raise self.error  # pylint: disable=raising-bad-type
+        return self.hasher
+
+    def _flush_batch(self):
+        if self._batch:
+            self._queue.put(self._batch)
+            self._batch, self._batch_bytes = [], 0
+
+    def _work(self):
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            try:
+                if self.error is not None:
+                    continue  # keep draining so the receiving thread never blocks
+                if isinstance(item, list):
+                    for block in item:
+                        self.hasher.update(block)
+                else:
+                    os.fsync(self.fd)
+                    self.on_commit(item)
+            except Exception as exc:  # pylint: disable=broad-except  # handed to the receiving thread
+                self.error = exc
+            finally:
+                if not isinstance(item, list):
+                    self._previous_commit_done.set()
 
 
 class Snapshot:
@@ -139,6 +234,7 @@ class Snapshot:
         self.corrupted = []
         self.verified_now = []
         self._hub = None
+        self._lock = threading.Lock()
 
     # --- huggingface_hub, imported only when the Hub is needed ----------------------------------
     def hub(self):
@@ -231,7 +327,8 @@ class Snapshot:
                     break
                 hasher.update(block)
                 left -= len(block)
-                self.local_bytes_hashed += len(block)
+        with self._lock:
+            self.local_bytes_hashed += (spec["size"] if limit is None else limit) - left
         return hasher
 
     def _record(self, records, commit, spec, final):
@@ -239,8 +336,13 @@ class Snapshot:
         records[hf_plan.verify_key(commit, spec, st.st_size, st.st_mtime_ns)] = spec["digest"]
 
     # --- transfer -------------------------------------------------------------------------------
+    def _commit_record(self, rec_path, spec, position):
+        _write_json(rec_path, {"path": spec["path"], "digest": spec["digest"], "size": spec["size"],
+                               "committed": position})
+
     def _fetch(self, commit, spec, progress):
-        """Fetch one file through a stable partial name, committing every chunk; verify; rename."""
+        """Fetch one file through a stable partial name, committing every chunk and hashing the bytes
+        as they arrive; check the checksum; rename. A resume hashes the bytes already on disk once."""
         hf, hf_utils, dummy = self.hub()
         part, rec_path = self._partial_paths(commit, spec)
         final = os.path.join(self.local_dir, spec["path"])
@@ -251,24 +353,25 @@ class Snapshot:
             if offset or os.path.exists(part):
                 # Bytes after the last commit may be torn after a kill: drop them, fetch them again.
                 discarded = os.path.getsize(part) - offset if os.path.exists(part) else 0
-                self.refetched_bytes += discarded
-                if offset:
-                    self.resumed.append({"path": spec["path"], "from": offset, "discarded": discarded})
-            mode = "r+b" if os.path.exists(part) and offset else "wb"
-            with open(part, mode) as out:
-                out.truncate(offset)
-                out.seek(offset)
-                hasher = self._hash_file(part, spec, limit=offset) if offset else hf_plan.new_hasher(spec)
-                _write_json(rec_path, {"path": spec["path"], "digest": spec["digest"], "size": spec["size"],
-                                       "committed": offset})
+                with self._lock:
+                    self.refetched_bytes += discarded
+                    if offset:
+                        self.resumed.append({"path": spec["path"], "from": offset, "discarded": discarded})
+            hasher = self._hash_file(part, spec, limit=offset) if offset else hf_plan.new_hasher(spec)
+            fd = os.open(part, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                os.ftruncate(fd, offset)
+                os.lseek(fd, offset, os.SEEK_SET)
+                self._commit_record(rec_path, spec, offset)
                 try:
-                    got, hasher = self._stream(hf, hf_utils, commit, spec, out, hasher, offset, rec_path, progress)
+                    got, hasher = self._stream(hf, hf_utils, commit, spec, fd, hasher, offset, rec_path, progress)
                 except SnapshotError as err:
                     if err.code == "E_DOWNLOAD" and getattr(err, "transient", False) and attempts < TRANSIENT_RETRIES:
                         continue
                     raise
-                out.flush()
-                os.fsync(out.fileno())
+                os.fsync(fd)
+            finally:
+                os.close(fd)
             if got != spec["size"]:
                 raise SnapshotError("E_DOWNLOAD", "%s: %s ended at %d of %d bytes; rerun to resume"
                                     % (self.repo_id, spec["path"], got, spec["size"]))
@@ -282,30 +385,37 @@ class Snapshot:
                                     % (self.repo_id, spec["path"]))
             break
         parent = os.path.dirname(final)
-        if not os.path.isdir(parent):
-            os.makedirs(parent, 0o755)
+        with self._lock:
+            if not os.path.isdir(parent):
+                os.makedirs(parent, 0o755)
         os.chmod(part, 0o444)
         os.replace(part, final)
         os.unlink(rec_path)
         _fsync_dir(parent)
         return final
 
-    def _stream(self, hf, hf_utils, commit, spec, out, hasher, offset, rec_path, progress):
-        """One GET (from ``offset`` with Range when resuming); returns the file's size so far."""
+    def _stream(self, hf, hf_utils, commit, spec, fd, hasher, offset, rec_path, progress):
+        """One GET (from ``offset`` with Range when resuming) written to ``fd`` and hashed on the way;
+        returns the file's size so far and its checksum object."""
         url = hf.hf_hub_url(self.repo_id, spec["path"], revision=commit, endpoint=self.endpoint)
         headers = hf_utils.build_hf_headers(token=self.token or False)
         headers["Accept-Encoding"] = "identity"
         if offset:
             headers["Range"] = "bytes=%d-" % offset
         session = hf_utils.get_session()
-        self.hub_requests += 1
-        position = offset
+        with self._lock:
+            self.hub_requests += 1
+
+        def on_commit(position):
+            self._commit_record(rec_path, spec, position)
+
+        writer = HashingWriter(fd, hasher, offset, on_commit)
         since_commit = 0
         try:
             with session.stream("GET", url, headers=headers, timeout=60) as resp:
                 status = resp.status_code
                 if status == 416 and offset == spec["size"]:
-                    return offset, hasher
+                    return offset, writer.close()
                 if status >= 400:
                     code, what = hf_plan.classify_http_error(
                         status, resp.headers.get("X-Error-Code"), resp.headers.get("X-Error-Message"),
@@ -313,35 +423,33 @@ class Snapshot:
                     raise SnapshotError(code, what)
                 if offset and status == 200:
                     # The server ignored the Range: start this file over from its first byte.
-                    out.seek(0)
-                    out.truncate(0)
-                    hasher = hf_plan.new_hasher(spec)
-                    position = 0
-                for block in resp.iter_bytes(READ_BLOCK):
-                    out.write(block)
-                    hasher.update(block)
-                    position += len(block)
+                    writer.close()
+                    os.ftruncate(fd, 0)
+                    os.lseek(fd, 0, os.SEEK_SET)
+                    writer = HashingWriter(fd, hf_plan.new_hasher(spec), 0, on_commit)
+                # The bytes as they came off the socket (no re-chunking copy); decoded only when a
+                # server compressed them despite the identity request.
+                encoded = resp.headers.get("Content-Encoding", "identity").lower() not in ("", "identity")
+                for block in (resp.iter_bytes() if encoded else resp.iter_raw()):
+                    writer.write(block)
                     since_commit += len(block)
                     progress.add(len(block), spec["path"])
-                    if since_commit >= self.chunk_size:
-                        out.flush()
-                        os.fsync(out.fileno())
-                        _write_json(rec_path, {"path": spec["path"], "digest": spec["digest"],
-                                               "size": spec["size"], "committed": position})
+                    if since_commit >= max(1, self.chunk_size // 2):
+                        writer.commit()
                         since_commit = 0
-                    if position > spec["size"]:
+                    if writer.position > spec["size"]:
                         break
         except SnapshotError:
+            writer.close()
             raise
         except Exception as exc:  # pylint: disable=broad-except  # transport errors: commit, then retry/resume
-            out.flush()
-            os.fsync(out.fileno())
-            _write_json(rec_path, {"path": spec["path"], "digest": spec["digest"], "size": spec["size"],
-                                   "committed": position})
+            writer.close()
+            os.fsync(fd)
+            self._commit_record(rec_path, spec, writer.position)
             err = self._classify(exc)
             err.transient = True
             raise err
-        return position, hasher
+        return writer.position, writer.close()
 
     # --- the run --------------------------------------------------------------------------------
     def run(self):
@@ -402,14 +510,23 @@ class Snapshot:
                 os.makedirs(path, 0o755)
         progress = Progress(self.progress_file, needed)
         progress.add(0, force=True)
+        self.hub()  # imported once, before the workers start
         for spec in todo:
             final = os.path.join(self.local_dir, spec["path"])
             if os.path.lexists(final):
                 os.unlink(final)
-            self._fetch(commit, spec, progress)
-            self._record(records, commit, spec, final)
-            self.verified_now.append(spec["path"])
-            _write_json(records_path, records)
+        with futures.ThreadPoolExecutor(max_workers=PARALLEL_FILES) as pool:
+            pending = [pool.submit(self._fetch, commit, spec, progress) for spec in todo]
+            try:
+                for spec, done in zip(todo, pending):
+                    final = done.result()
+                    self._record(records, commit, spec, final)
+                    self.verified_now.append(spec["path"])
+                    _write_json(records_path, records)
+            except BaseException:
+                for waiting in pending:
+                    waiting.cancel()  # files not started yet stay for the rerun
+                raise
         if self.verified_now:
             _write_json(records_path, records)
         self._clean_partials()

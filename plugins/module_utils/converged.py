@@ -1,0 +1,203 @@
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+"""Is a box already what the run wants? One comparison of what it has with what is wanted.
+
+The parts compared, each named in the result when it differs:
+``container`` (ours, running), ``settings`` (the fingerprint label rank_container put on it),
+``image`` (the wanted reference is present and is what the container runs), ``weights`` (every
+planned file of every repository has a verification record that still holds: same revision,
+size and mtime, as hf_snapshot writes them), ``health`` (the API answers /health) and
+``runtime`` (Docker has the runtime the container needs). Reading the box is the module's job;
+everything here is pure apart from reading the weights' small state files.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import socket
+
+from ansible.module_utils.six.moves import http_client
+from ansible.module_utils.six.moves.urllib.parse import quote
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan
+
+PARTS = ("container", "settings", "image", "weights", "runtime", "health")
+
+
+def _load_json(path):
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (IOError, OSError, ValueError):
+        return None
+
+
+def weights_state(repo):
+    """What the box has of one repository: every planned file with a verification record that
+    still holds (hf_snapshot's ``listing-COMMIT.json`` and ``verified.json`` in its state folder).
+    No file is read beyond those two; a file whose size or mtime changed since it was hashed
+    counts as unverified. ``repo``: name, revision, local_dir, state_dir, allow_patterns."""
+    state_dir, revision = repo["state_dir"], repo["revision"]
+    state = {"name": repo.get("name") or os.path.basename(repo["local_dir"].rstrip("/")),
+             "revision": revision, "files": 0, "unverified": [], "listing": False}
+    if not hf_plan.is_pinned(revision):
+        state["problem"] = "revision %r is not pinned, so no recorded state can prove it" % revision
+        return state
+    listing = _load_json(os.path.join(state_dir, "listing-%s.json" % revision))
+    if not listing or listing.get("commit") != revision or "entries" not in listing:
+        state["problem"] = "no file listing recorded for %s" % revision[:12]
+        return state
+    state["listing"] = True
+    records = _load_json(os.path.join(state_dir, "verified.json")) or {}
+    files = hf_plan.plan_files(listing["entries"], repo.get("allow_patterns") or None)
+    state["files"] = len(files)
+    for spec in files:
+        try:
+            st = os.stat(os.path.join(repo["local_dir"], spec["path"]))
+        except OSError:
+            state["unverified"].append(spec["path"])
+            continue
+        if not hf_plan.is_verified(records, revision, spec, st.st_size, st.st_mtime_ns):
+            state["unverified"].append(spec["path"])
+    if not files:
+        state["problem"] = "the listing has no file to serve"
+    return state
+
+
+def container_facts(inspect, label):
+    """The few facts of ``docker inspect CONTAINER`` the comparison needs (None: no container)."""
+    if not inspect:
+        return None
+    labels = (inspect.get("Config") or {}).get("Labels") or {}
+    state = inspect.get("State") or {}
+    return {
+        "id": inspect.get("Id", ""), "name": (inspect.get("Name") or "").lstrip("/"),
+        "image_id": inspect.get("Image", ""), "image_ref": (inspect.get("Config") or {}).get("Image", ""),
+        "running": bool(state.get("Running")), "status": state.get("Status", ""),
+        "ours": labels.get(label) == "true", "settings": labels.get(label + ".settings", ""),
+    }
+
+
+def image_facts(inspect):
+    if not inspect:
+        return None
+    return {"id": inspect.get("Id", ""), "tags": inspect.get("RepoTags") or []}
+
+
+def compare(want, have):
+    """Differences between ``want`` and ``have``; an empty list means converged.
+
+    want: settings_hash, image, runtime (each optional: None is not compared), weights (list of
+    repositories, possibly empty), health (bool: whether /health is part of the comparison).
+    have: container (container_facts or None), image (image_facts or None), weights (list of
+    weights_state), runtimes (list of names, or None when not read), health ({ok, status, error}
+    or None when not asked).
+    Returns a list of {part, what}, in PARTS order, at most one entry per part.
+    """
+    differs = {}
+    container = have.get("container")
+    if container is None:
+        differs["container"] = "no container named as wanted"
+    elif not container["ours"]:
+        differs["container"] = "the container %s is not ours (no rank_container label)" % container["name"]
+    elif not container["running"]:
+        differs["container"] = "the container is %s, not running" % (container["status"] or "stopped")
+    if want.get("settings_hash") is not None and container is not None and container["ours"]:
+        if container["settings"] != want["settings_hash"]:
+            differs["settings"] = "settings fingerprint %s, wanted %s" % (
+                container["settings"][:12] or "(none)", want["settings_hash"][:12])
+    if want.get("image") is not None:
+        image = have.get("image")
+        if image is None:
+            differs["image"] = "the image %s is not on the box" % want["image"]
+        elif container is not None and container["image_id"] and container["image_id"] != image["id"]:
+            differs["image"] = "the container runs image %s, wanted %s (%s)" % (
+                container["image_id"][7:19], want["image"], image["id"][7:19])
+    bad = []
+    for state in have.get("weights") or []:
+        if state.get("problem"):
+            bad.append("%s: %s" % (state["name"], state["problem"]))
+        elif state["unverified"]:
+            bad.append("%s: %d of %d files not verified (%s)" % (
+                state["name"], len(state["unverified"]), state["files"], ", ".join(state["unverified"][:3])))
+    if len(have.get("weights") or []) < len(want.get("weights") or []):
+        bad.append("not every repository was read")
+    if bad:
+        differs["weights"] = "; ".join(bad)
+    if want.get("runtime") is not None and have.get("runtimes") is not None:
+        if want["runtime"] not in have["runtimes"]:
+            differs["runtime"] = "Docker has no %r runtime (has: %s)" % (
+                want["runtime"], ", ".join(sorted(have["runtimes"])) or "none")
+    health = have.get("health")
+    if want.get("health") and "container" not in differs:
+        if health is None or not health.get("ok"):
+            differs["health"] = "GET /health: %s" % (
+                (health or {}).get("error") or "status %s" % (health or {}).get("status"))
+    return [{"part": part, "what": differs[part]} for part in PARTS if part in differs]
+
+
+def summary(differs):
+    if not differs:
+        return "converged"
+    return "differs: " + "; ".join("%s (%s)" % (d["part"], d["what"]) for d in differs)
+
+
+class UnixHTTPConnection(http_client.HTTPConnection):
+    """HTTP over the Docker engine's unix socket (read-only GETs)."""
+
+    def __init__(self, path, timeout):
+        http_client.HTTPConnection.__init__(self, "localhost", timeout=timeout)
+        self.socket_path = path
+
+    def connect(self):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        sock.connect(self.socket_path)
+        self.sock = sock
+
+
+class DockerReader:
+    """The three reads the comparison needs from the Docker Engine API, on one connection."""
+
+    def __init__(self, docker_host, timeout):
+        if not docker_host.startswith("unix://"):
+            raise ValueError("only a unix:// docker_host is supported, got %r" % docker_host)
+        self.conn = UnixHTTPConnection(docker_host[len("unix://"):], timeout)
+
+    def get(self, path):
+        """The decoded JSON of GET path; None for 404."""
+        self.conn.request("GET", path, headers={"Host": "docker"})
+        resp = self.conn.getresponse()
+        body = resp.read()
+        if resp.status == 404:
+            return None
+        if resp.status != 200:
+            raise IOError("Docker answered %d to GET %s: %s" % (resp.status, path, body[:200]))
+        return json.loads(body.decode("utf-8"))
+
+    def container(self, name):
+        return self.get("/containers/%s/json" % quote(name, safe=""))
+
+    def image(self, ref):
+        return self.get("/images/%s/json" % quote(ref, safe=":/"))
+
+    def runtimes(self):
+        return sorted(((self.get("/info") or {}).get("Runtimes") or {}).keys())
+
+    def close(self):
+        self.conn.close()
+
+
+def read_health(url, timeout, opener=None):
+    """GET url with a short timeout: {ok, status, error}."""
+    from ansible.module_utils.urls import open_url  # pylint: disable=import-outside-toplevel
+    try:
+        resp = (opener or open_url)(url, timeout=timeout, validate_certs=False, follow_redirects="none")
+        return {"ok": resp.getcode() == 200, "status": resp.getcode(), "error": ""}
+    except Exception as exc:  # pylint: disable=broad-except  # any failure means "not healthy"
+        status = getattr(exc, "code", None)
+        return {"ok": False, "status": status, "error": "%s%s" % (exc.__class__.__name__, (" %s" % status) if status else "")}

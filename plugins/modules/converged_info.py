@@ -1,0 +1,219 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: converged_info
+short_description: Say in one call whether a box already serves what the run wants, and what differs
+version_added: 0.2.0
+description:
+  - Compares what the box has with what the run wants and returns RV(converged) and, when it is
+    not, RV(differs), one entry per part that differs, so a run can skip every step for a box that
+    is already converged and take the normal way for one that is not.
+  - "The parts: C(container) (the container named O(container_name) exists, carries the label
+    O(label)=true and runs), C(settings) (its O(label).settings label equals O(settings_hash), the
+    fingerprint the glm53.tensorfold.rank_container role computes), C(image) (O(image) is present in
+    the box's Docker engine and is the image the container runs), C(weights) (every planned file of
+    every repository in O(weights) has a verification record of M(glm53.tensorfold.hf_snapshot) that
+    still holds: same revision, size and modification time; no weight byte is read), C(runtime)
+    (Docker lists the runtime O(runtime)) and C(health) (GET O(health_url) answers 200 within
+    O(health_timeout) seconds)."
+  - A part whose wanted value is not given is not compared.
+  - Only reads; it never changes the box, so check mode gives the same answer.
+  - Talks to the Docker Engine API over its unix socket (three GETs at most) and to the API once.
+author:
+  - glm53.tensorfold contributors (@glm53)
+options:
+  container_name:
+    description: The container that serves the model.
+    type: str
+    default: glm53-zig
+  label:
+    description: The label that marks the container as the collection's (its C(.settings) suffix holds the fingerprint).
+    type: str
+    default: glm53.tensorfold.rank_container
+  settings_hash:
+    description: The settings fingerprint the run wants (the role's C(rank_container_settings_hash)); not compared when unset.
+    type: str
+  image:
+    description: The image reference the run wants, C(NAME:TAG); not compared when unset.
+    type: str
+  runtime:
+    description: A Docker runtime the container needs (for example C(nvidia)); not compared when unset.
+    type: str
+  weights:
+    description:
+      - The repositories the box must hold, as the glm53.tensorfold.weights_fetch role plans them.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: A short name for messages (default the folder's name).
+        type: str
+      revision:
+        description: The pinned 40-hex commit.
+        type: str
+        required: true
+      local_dir:
+        description: The folder the files are in.
+        type: path
+        required: true
+      state_dir:
+        description: The M(glm53.tensorfold.hf_snapshot) state folder of that repository.
+        type: path
+        required: true
+      allow_patterns:
+        description: Only paths matching one of these globs count.
+        type: list
+        elements: str
+  health_url:
+    description: The API's health URL on the box, for example C(http://127.0.0.1:8020/health); not asked when unset.
+    type: str
+  health_timeout:
+    description: Seconds the health request may take.
+    type: float
+    default: 2.0
+  docker_host:
+    description: The Docker engine's socket.
+    type: str
+    default: unix:///var/run/docker.sock
+  docker_timeout:
+    description: Seconds each Docker API request may take.
+    type: float
+    default: 5.0
+  host_label:
+    description: The host name used in problem messages (default the box's hostname).
+    type: str
+notes:
+  - Read the RV(differs) list rather than RV(converged) alone when deciding which steps to run.
+attributes:
+  check_mode:
+    description: Can run in check_mode and return the same answer.
+    support: full
+  diff_mode:
+    description: Nothing is changed, so there is no diff.
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Is this box already serving what the run wants?
+  glm53.tensorfold.converged_info:
+    settings_hash: "{{ rank_container_settings_hash }}"
+    image: "{{ tensorfold_image_ref }}"
+    runtime: nvidia
+    weights: "{{ weights_fetch_repos }}"
+    health_url: "http://127.0.0.1:{{ tensorfold_port }}/health"
+  register: box
+
+- name: Show what differs
+  ansible.builtin.debug:
+    msg: "{{ box.summary }}"
+  when: not box.converged
+"""
+
+RETURN = r"""
+converged:
+  description: True when no compared part differs.
+  returned: always
+  type: bool
+  sample: false
+differs:
+  description: One entry per part that differs, in the order container, settings, image, weights, runtime, health.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"part": "settings", "what": "settings fingerprint 0c1d2e3f4a5b, wanted 9f8e7d6c5b4a"}]
+summary:
+  description: One line for the operator, C(converged) or C(differs:) and the parts.
+  returned: always
+  type: str
+have:
+  description: What was read on the box.
+  returned: always
+  type: dict
+  contains:
+    container:
+      description: The container's id, name, image_id, image_ref, running, status, ours and settings; null when absent.
+      type: dict
+    image:
+      description: The wanted image's id and tags; null when absent or not asked.
+      type: dict
+    weights:
+      description: Per repository, its name, revision, number of planned files, the unverified ones, and a problem when its state is unreadable.
+      type: list
+      elements: dict
+    runtimes:
+      description: Docker's runtimes; null when not asked.
+      type: list
+      elements: str
+    health:
+      description: ok, status and error of the health request; null when not asked or the container does not run.
+      type: dict
+"""
+
+import socket
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils import converged
+from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            container_name=dict(type="str", default="glm53-zig"),
+            label=dict(type="str", default="glm53.tensorfold.rank_container"),
+            settings_hash=dict(type="str"),
+            image=dict(type="str"),
+            runtime=dict(type="str"),
+            weights=dict(type="list", elements="dict", default=[], options=dict(
+                name=dict(type="str"),
+                revision=dict(type="str", required=True),
+                local_dir=dict(type="path", required=True),
+                state_dir=dict(type="path", required=True),
+                allow_patterns=dict(type="list", elements="str"),
+            )),
+            health_url=dict(type="str"),
+            health_timeout=dict(type="float", default=2.0),
+            docker_host=dict(type="str", default="unix:///var/run/docker.sock"),
+            docker_timeout=dict(type="float", default=5.0),
+            host_label=dict(type="str"),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    have = {"container": None, "image": None, "runtimes": None, "health": None,
+            "weights": [converged.weights_state(repo) for repo in params["weights"]]}
+    try:
+        docker = converged.DockerReader(params["docker_host"], params["docker_timeout"])
+        try:
+            have["container"] = converged.container_facts(docker.container(params["container_name"]), params["label"])
+            if params["image"]:
+                have["image"] = converged.image_facts(docker.image(params["image"]))
+            if params["runtime"]:
+                have["runtimes"] = docker.runtimes()
+        finally:
+            docker.close()
+    except (IOError, OSError, ValueError) as exc:
+        module.fail_json(msg=problem("E_DOCKER", params["host_label"] or socket.gethostname(),
+                                     "cannot read the Docker engine at %s: %s" % (params["docker_host"], exc)),
+                         code="E_DOCKER")
+    if params["health_url"] and have["container"] and have["container"]["running"]:
+        have["health"] = converged.read_health(params["health_url"], params["health_timeout"])
+    want = {"settings_hash": params["settings_hash"], "image": params["image"], "runtime": params["runtime"],
+            "weights": params["weights"], "health": bool(params["health_url"])}
+    differs = converged.compare(want, have)
+    module.exit_json(changed=False, converged=not differs, differs=differs, summary=converged.summary(differs),
+                     have=have)
+
+
+if __name__ == "__main__":
+    main()

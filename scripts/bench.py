@@ -1,0 +1,464 @@
+#!/usr/bin/env python3
+"""The fleet-speed benchmark: every row of the speed table measured in one run.
+
+Each side of a ratio is a whole command timed the same way (a new process: `ansible-playbook`,
+`ansible` ad hoc, `hf download`, `curl`), run BENCH_REPEAT times (default 3, at least 3 unless
+lowered for a trial) in alternation, and its median is printed. Every command has a deadline
+(BENCH_TIMEOUT seconds, default 1800); a "no-op" run whose recap shows a change fails the bench.
+The table is printed with both figures and the ratio, and saved as JSON under reports/bench/.
+
+Rows (name them to run only some; default all):
+  weights      checkpoint download, every sha256 verified (hf_snapshot through `ansible`) / `hf download`
+  peer         peer copy (hf_snapshot from hf_peer's server) / plain HTTP copy (`curl` from `python3 -m http.server`)
+  host-checks  `site.yml --tags check`: BENCH_CHECK_BOXES boxes (default 8) / 1 box; and 1 box absolute
+  deploy       first deploy (`site.yml` on fresh boxes): BENCH_DEPLOY_BOXES (default 8) / 1
+  noop         no-op converge: BENCH_BOXES (default 32) / 1; and 1 box absolute
+  restart      `--tags restart` of one box beyond the engine stand-in's own start (with profile_tasks)
+Sizes: BENCH_WEIGHTS_MIB (default 1024) for weights and peer.
+"""
+
+import datetime
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.dirname(sys.executable)
+HUB = os.path.join(ROOT, "tests", "standins", "hub")
+REPO = "Mia-AiLab/GLM-5.3-Flash-EXL3-4bpw-TensorFold"
+COMMIT = "078455ffe6472f9a52fbc1139f58b9db2881b25c"
+MIB = 1024 * 1024
+PREFIX = "glm53-bench"
+
+
+def setting(name, default):
+    return int(os.environ.get(name, default))
+
+
+REPEAT = setting("BENCH_REPEAT", 3)
+TIMEOUT = setting("BENCH_TIMEOUT", 1800)
+WEIGHTS_MIB = setting("BENCH_WEIGHTS_MIB", 1024)
+BOXES = setting("BENCH_BOXES", 32)
+CHECK_BOXES = setting("BENCH_CHECK_BOXES", 8)
+DEPLOY_BOXES = setting("BENCH_DEPLOY_BOXES", 8)
+
+
+class BenchError(Exception):
+    pass
+
+
+def log(msg):
+    print("[%s] %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr, flush=True)
+
+
+def ansible_env(extra=None):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"),
+               MOLECULE_PROJECT_DIRECTORY=ROOT, ANSIBLE_RETRY_FILES_ENABLED="0")
+    env.update(extra or {})
+    return env
+
+
+def run(cmd, env=None, timeout=None, cwd=ROOT):
+    """Run a whole command with a deadline; return (seconds, output). A failure or a timeout raises."""
+    began = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            universal_newlines=True, start_new_session=True)
+    try:
+        out = proc.communicate(timeout=timeout or TIMEOUT)[0]
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise BenchError("%s ran past its deadline of %d s" % (" ".join(cmd[:4]), timeout or TIMEOUT))
+    seconds = time.monotonic() - began
+    if proc.returncode != 0:
+        raise BenchError("%s failed (rc %d):\n%s" % (" ".join(cmd[:6]), proc.returncode, out[-3000:]))
+    return seconds, out
+
+
+def recap_changes(out):
+    """Hosts whose PLAY RECAP shows changed > 0."""
+    return sorted(set(m.group(1) for m in re.finditer(r"^(\S+)\s+:\s+ok=\d+\s+changed=([1-9]\d*)", out, re.M)))
+
+
+def side(label, runs):
+    return {"label": label, "runs": [round(r, 2) for r in runs], "median": round(statistics.median(runs), 2)}
+
+
+def ratio_row(name, a, b, goal, higher_is_better=False):
+    """A row comparing side a (numerator) with side b; goal: the bound on a/b."""
+    ratio = a["median"] / b["median"] if b["median"] else float("inf")
+    met = ratio >= goal if higher_is_better else ratio <= goal
+    return {"row": name, "a": a, "b": b, "ratio": round(ratio, 2),
+            "goal": "%s %.2f" % (">=" if higher_is_better else "<=", goal), "met": met}
+
+
+def absolute_row(name, a, goal_s):
+    return {"row": name, "a": a, "b": None, "ratio": None, "goal": "< %g s" % goal_s, "met": a["median"] < goal_s}
+
+
+def alternate(commands):
+    """Run each (label, thunk) REPEAT times, interleaved; thunk returns seconds. Returns {label: [s...]}."""
+    times = dict((label, []) for label, dummy in commands)
+    for round_no in range(REPEAT):
+        for label, thunk in commands:
+            seconds = thunk()
+            times[label].append(seconds)
+            log("%s run %d: %.2f s" % (label, round_no + 1, seconds))
+    return times
+
+
+# --- Hub emulator on loopback (weights, peer) ---------------------------------------------------
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_http(url, deadline_s=30):
+    end = time.monotonic() + deadline_s
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError as exc:
+            if time.monotonic() > end:
+                raise BenchError("%s did not answer within %d s: %s" % (url, deadline_s, exc))
+            time.sleep(0.1)
+
+
+def wait_port(port, deadline_s=30):
+    end = time.monotonic() + deadline_s
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > end:
+                raise BenchError("nothing listens on port %d after %d s" % (port, deadline_s))
+            time.sleep(0.1)
+
+
+class LocalHub:
+    """The Hub emulator with a generated checkpoint of BENCH_WEIGHTS_MIB in 128 MiB shards."""
+
+    def __init__(self, work):
+        self.work = work
+        shards = max(1, WEIGHTS_MIB // 128)
+        run([sys.executable, os.path.join(HUB, "make_repos.py"), work + "/repos", "--shards", str(shards),
+             "--shard-mib", str(WEIGHTS_MIB / shards)], timeout=600)
+        self.port = free_port()
+        self.proc = subprocess.Popen([sys.executable, os.path.join(HUB, "hub_emulator.py"), "--root", work + "/repos",
+                                      "--bind", "127.0.0.1", "--port", str(self.port), "--cdn-port", str(free_port())],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.url = "http://127.0.0.1:%d" % self.port
+        wait_http(self.url + "/_emulator/log")
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+def hf_snapshot_adhoc(dest, endpoint, state_dir=None):
+    args = {"repo_id": REPO, "revision": COMMIT, "local_dir": dest + "/model", "endpoint": endpoint}
+    if state_dir:
+        args["state_dir"] = state_dir
+    seconds, out = run([os.path.join(BIN, "ansible"), "localhost", "-o", "-m", "glm53.tensorfold.hf_snapshot",
+                        "-a", json.dumps(args), "-e", "ansible_python_interpreter=" + sys.executable],
+                       env=ansible_env())
+    if '"verified": true' not in out:
+        raise BenchError("hf_snapshot did not verify the snapshot:\n" + out[-2000:])
+    return seconds
+
+
+def bench_weights(work):
+    hub = LocalHub(work)
+    try:
+        env = dict(os.environ, HF_ENDPOINT=hub.url, HF_HOME=work + "/hf-home", HF_HUB_DISABLE_PROGRESS_BARS="1",
+                   HF_HUB_DISABLE_TELEMETRY="1")
+
+        def plain():
+            shutil.rmtree(work + "/hf", ignore_errors=True)
+            return run([os.path.join(BIN, "hf"), "download", REPO, "--revision", COMMIT, "--local-dir", work + "/hf"],
+                       env=env)[0]
+
+        def ours():
+            shutil.rmtree(work + "/ours", ignore_errors=True)
+            return hf_snapshot_adhoc(work + "/ours", hub.url)
+
+        times = alternate([("hf download", plain), ("hf_snapshot", ours)])
+    finally:
+        hub.close()
+    return [ratio_row("checkpoint download %d MiB: hf download / hf_snapshot (every sha256 verified); speed ratio"
+                      % WEIGHTS_MIB, side("hf download", times["hf download"]),
+                      side("hf_snapshot via ansible", times["hf_snapshot"]), 0.95, higher_is_better=True)]
+
+
+def bench_peer(work):
+    hub = LocalHub(work)
+    seed = work + "/seed"
+    try:
+        hf_snapshot_adhoc(seed, hub.url, state_dir=seed + "/.state")
+    finally:
+        hub.close()
+    peer_port, plain_port = free_port(), free_port()
+    collections = os.path.join(ROOT, ".cache", "collections")
+    serve = ("import sys; sys.path.insert(0, %r); from ansible_collections.glm53.tensorfold.plugins.module_utils "
+             "import hf_peer; hf_peer.serve([{'repo_id': %r, 'revision': %r, 'local_dir': %r, 'state_dir': %r}], "
+             "'127.0.0.1', %d, %r, 3600)" % (collections, REPO, COMMIT, seed + "/model", seed + "/.state",
+                                             peer_port, work + "/stop-peer"))
+    servers = [subprocess.Popen([sys.executable, "-c", serve], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+               subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "--directory",
+                                 seed + "/model", str(plain_port)], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)]
+    try:
+        peer = "http://127.0.0.1:%d" % peer_port
+        wait_http("http://127.0.0.1:%d/" % plain_port)
+        wait_port(peer_port)
+        names = sorted(os.listdir(seed + "/model"))
+
+        def plain():
+            shutil.rmtree(work + "/plain", ignore_errors=True)
+            os.makedirs(work + "/plain")
+            cmd = [shutil.which("curl") or "curl", "-sSf"]
+            for name in names:
+                cmd += ["-o", work + "/plain/" + name, "http://127.0.0.1:%d/%s" % (plain_port, name)]
+            return run(cmd)[0]
+
+        def ours():
+            shutil.rmtree(work + "/copy", ignore_errors=True)
+            return hf_snapshot_adhoc(work + "/copy", peer)
+
+        times = alternate([("plain HTTP copy", plain), ("peer copy", ours)])
+    finally:
+        open(work + "/stop-peer", "w").close()
+        for proc in servers:
+            proc.terminate()
+            proc.wait(timeout=30)
+    return [ratio_row("weights copy between hosts %d MiB: plain HTTP (curl) / peer copy (hf_snapshot from hf_peer); "
+                      "speed ratio" % WEIGHTS_MIB, side("plain HTTP copy", times["plain HTTP copy"]),
+                      side("peer copy via ansible", times["peer copy"]), 0.9, higher_is_better=True)]
+
+
+# --- simulated boxes ------------------------------------------------------------------------------
+class LightBoxes:
+    """Boxes for the host checks: the base image, the stand-in nvidia-smi, no Docker engine of their
+    own (the Docker checks are off), reached with the docker connection."""
+
+    def __init__(self, count, work):
+        self.names = ["%s-hc%d" % (PREFIX, n + 1) for n in range(count)]
+        self.inventory = work + "/light.yml"
+        hosts = dict((name, {}) for name in self.names)
+        inv = {"gpu_hosts": {"hosts": hosts, "vars": {
+            "ansible_connection": "community.docker.docker", "ansible_python_interpreter": "/usr/bin/python3",
+            "ansible_pipelining": True, "gpu_host_checks_docker": False, "gpu_host_checks_fail": False,
+            "gpu_host_checks_disk_checkpoint_gib": 1, "gpu_host_checks_disk_drafter_gib": 1,
+            "gpu_host_checks_disk_image_gib": 1, "gpu_host_checks_min_host_memory_gib": 0.5}}}
+        with open(self.inventory, "w") as handle:
+            json.dump(inv, handle)
+        with open(work + "/profile.json", "w") as handle:
+            json.dump({"count": 2, "memory_used_mib": 2, "p2p": "OK"}, handle)
+        for name in self.names:
+            run(["docker", "run", "-d", "--name", name, "glm53-test/debian12:latest", "sleep", "infinity"], timeout=120)
+            run(["docker", "cp", os.path.join(ROOT, "tests/standins/nvidia-smi"), name + ":/usr/bin/nvidia-smi"])
+            run(["docker", "exec", name, "mkdir", "-p", "/etc/glm53-sim"])
+            run(["docker", "cp", work + "/profile.json", name + ":/etc/glm53-sim/gpu-profile.json"])
+
+    def close(self):
+        subprocess.call(["docker", "rm", "-f"] + self.names, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def playbook(inventory, *args, env=None):
+    return run([os.path.join(BIN, "ansible-playbook"), "-i", inventory, os.path.join(ROOT, "playbooks", "site.yml")]
+               + list(args), env=ansible_env(env))
+
+
+def bench_host_checks(work):
+    boxes = LightBoxes(CHECK_BOXES, work)
+    try:
+        playbook(boxes.inventory, "--tags", "check", "-l", boxes.names[0])  # warms the controller's caches
+
+        def one():
+            return playbook(boxes.inventory, "--tags", "check", "-l", boxes.names[0])[0]
+
+        def many():
+            return playbook(boxes.inventory, "--tags", "check")[0]
+
+        times = alternate([("1 box", one), ("%d boxes" % CHECK_BOXES, many)])
+    finally:
+        boxes.close()
+    a, b = side("%d boxes" % CHECK_BOXES, times["%d boxes" % CHECK_BOXES]), side("1 box", times["1 box"])
+    return [ratio_row("host checks, %d boxes / 1 box" % CHECK_BOXES, a, b, 1.5),
+            absolute_row("host checks of 1 box", b, 5)]
+
+
+class Fleet:
+    """Full simulated GPU hosts (tests/demo/boxes.yml): each runs its own Docker engine (the engine
+    container runs inside the box), the stand-in nvidia-smi and runtime, the Hub emulator beside."""
+
+    def __init__(self, count, work, tag):
+        self.names = ["%s-gpu%d" % (PREFIX, n + 1) for n in range(count)]
+        self.dir = os.path.join(work, "fleet-" + tag)
+        os.makedirs(self.dir)
+        os.symlink(os.path.join(ROOT, "inventories", "demo", "group_vars"), os.path.join(self.dir, "group_vars"))
+        self.inventory = os.path.join(self.dir, "hosts.yml")
+        hosts = dict((name, {"sim_gpu_profile": {"count": 2, "memory_used_mib": 2, "p2p": "OK"}})
+                     for name in self.names)
+        with open(self.inventory, "w") as handle:
+            json.dump({"gpu_hosts": {"hosts": hosts}}, handle)
+        self.destroy()
+        log("making %d boxes" % count)
+        run([os.path.join(BIN, "ansible-playbook"), "-i", self.inventory, os.path.join(ROOT, "tests/demo/boxes.yml"),
+             "-e", "sim_prefix=" + PREFIX], env=ansible_env())
+
+    def destroy(self):
+        subprocess.call(["docker", "rm", "-f"] + self.names + [PREFIX + "-hub"], stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL)
+        subprocess.call(["docker", "volume", "rm"] + ["%s-docker" % n for n in self.names],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.call(["docker", "network", "rm", PREFIX + "-net"], stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL)
+
+
+def bench_deploy(work):
+    times = {"1 box": [], "%d boxes" % DEPLOY_BOXES: []}
+    for round_no in range(REPEAT):
+        for label, count in (("1 box", 1), ("%d boxes" % DEPLOY_BOXES, DEPLOY_BOXES)):
+            fleet = Fleet(count, work, "deploy-%d-%d" % (round_no, count))
+            try:
+                seconds = playbook(fleet.inventory)[0]
+            finally:
+                fleet.destroy()
+            times[label].append(seconds)
+            log("first deploy %s run %d: %.1f s" % (label, round_no + 1, seconds))
+    a, b = side("%d boxes" % DEPLOY_BOXES, times["%d boxes" % DEPLOY_BOXES]), side("1 box", times["1 box"])
+    return [ratio_row("first deploy, %d boxes / 1 box" % DEPLOY_BOXES, a, b, 1.5)]
+
+
+def engine_start_seconds(box):
+    out = run(["docker", "exec", box, "cat", "/srv/glm53/logs/current/rank0.log"])[1]
+    found = re.findall(r"loaded in ([0-9.]+)s", out)
+    if not found:
+        raise BenchError("no 'loaded in N s' line in %s's rank0.log" % box)
+    return float(found[-1])
+
+
+def bench_converged(work, rows_wanted):
+    fleet = Fleet(BOXES, work, "noop")
+    rows = []
+    try:
+        log("first converge of %d boxes" % BOXES)
+        playbook(fleet.inventory)
+
+        def noop(limit):
+            def thunk():
+                args = ["-l", limit] if limit else []
+                seconds, out = playbook(fleet.inventory, *args)
+                changed = recap_changes(out)
+                if changed:
+                    raise BenchError("a no-op converge changed something on %s:\n%s" % (", ".join(changed), out[-3000:]))
+                return seconds
+            return thunk
+
+        if "noop" in rows_wanted:
+            times = alternate([("1 box", noop(fleet.names[0])), ("%d boxes" % BOXES, noop(None))])
+            a, b = side("%d boxes" % BOXES, times["%d boxes" % BOXES]), side("1 box", times["1 box"])
+            rows += [ratio_row("no-op converge, %d boxes / 1 box" % BOXES, a, b, 2.5),
+                     absolute_row("no-op converge of 1 box", b, 10)]
+        if "restart" in rows_wanted:
+            overhead = []
+            for round_no in range(REPEAT):
+                seconds, out = playbook(fleet.inventory, "--tags", "restart", "-l", fleet.names[0],
+                                        env={"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks"})
+                engine = engine_start_seconds(fleet.names[0])
+                overhead.append(seconds - engine)
+                log("restart run %d: %.1f s, engine %.1f s" % (round_no + 1, seconds, engine))
+                with open(os.path.join(REPORTS, "restart-profile.txt"), "w") as handle:
+                    handle.write("restart run %d: %.1f s, engine stand-in start %.1f s\n" % (round_no + 1, seconds, engine))
+                    handle.write(out[out.rfind("PLAY RECAP"):])
+            rows.append(absolute_row("--tags restart of 1 box beyond the engine's own start",
+                                     side("restart - engine start", overhead), 5))
+    finally:
+        fleet.destroy()
+    return rows
+
+
+REPORTS = os.path.join(ROOT, "reports", "bench")
+ROWS = ("weights", "peer", "host-checks", "deploy", "noop", "restart")
+
+
+def table(rows):
+    lines = ["| row | side A (median of runs) | side B (median of runs) | ratio A/B | goal | met |", "|---|---|---|---|---|---|"]
+    for row in rows:
+        b = row["b"]
+        lines.append("| %s | %s %.2f s %s | %s | %s | %s | %s |" % (
+            row["row"], row["a"]["label"], row["a"]["median"], row["a"]["runs"],
+            "%s %.2f s %s" % (b["label"], b["median"], b["runs"]) if b else "-",
+            "%.2f" % row["ratio"] if row["ratio"] is not None else "-", row["goal"], "yes" if row["met"] else "NO"))
+    return "\n".join(lines)
+
+
+def main(argv):
+    wanted = argv or list(ROWS)
+    unknown = [w for w in wanted if w not in ROWS]
+    if unknown:
+        print("unknown row(s) %s (known: %s)" % (", ".join(unknown), ", ".join(ROWS)), file=sys.stderr)
+        return 2
+    os.makedirs(REPORTS, exist_ok=True)
+    # A SIGTERM (a deadline above this one, an operator) still runs the finally clauses that
+    # remove the boxes, and the rows measured so far are saved.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
+    work = tempfile.mkdtemp(prefix="glm53-bench-")
+    path = os.path.join(REPORTS, "bench-%s.json" % time.strftime("%Y%m%dT%H%M%S"))
+    rows, failed = [], None
+    began = time.time()
+
+    def save():
+        report = {"when": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
+                  "seconds": round(time.time() - began),
+                  "settings": {"repeat": REPEAT, "boxes": BOXES, "check_boxes": CHECK_BOXES,
+                               "deploy_boxes": DEPLOY_BOXES, "weights_mib": WEIGHTS_MIB, "timeout": TIMEOUT},
+                  "load_average": os.getloadavg(), "rows": rows, "failed": failed}
+        with open(path, "w") as handle:
+            json.dump(report, handle, indent=1)
+
+    try:
+        for name, func in (("weights", bench_weights), ("peer", bench_peer), ("host-checks", bench_host_checks),
+                           ("deploy", bench_deploy)):
+            if name in wanted:
+                log("row %s" % name)
+                sub = os.path.join(work, name)
+                os.makedirs(sub)
+                rows += func(sub)
+                save()
+        if "noop" in wanted or "restart" in wanted:
+            log("rows noop/restart")
+            sub = os.path.join(work, "converged")
+            os.makedirs(sub)
+            rows += bench_converged(sub, wanted)
+    except BenchError as err:
+        failed = str(err)
+    except SystemExit:
+        failed = "stopped by SIGTERM"
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        save()
+    print(table(rows))
+    print("saved %s" % os.path.relpath(path, ROOT))
+    if failed:
+        print("BENCH FAILED: %s" % failed, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

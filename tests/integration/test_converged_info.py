@@ -1,0 +1,144 @@
+# -*- coding: utf-8 -*-
+"""glm53.tensorfold.converged_info run by real `ansible` on localhost against this machine's Docker
+engine: a container of our own with the rank_container labels, weights state written by the real
+transfer code, and a /health endpoint on loopback. One box, converged; then one part at a time
+made to differ, and the module must name exactly that part."""
+
+import hashlib
+import http.server
+import json
+import os
+import subprocess
+import sys
+import threading
+import uuid
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, ".cache", "collections"))
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_transfer  # noqa: E402
+
+ANSIBLE = os.path.join(os.path.dirname(sys.executable), "ansible")
+IMAGE = "glm53-test/debian12:latest"
+LABEL = "glm53.tensorfold.rank_container"
+COMMIT = "078455ffe6472f9a52fbc1139f58b9db2881b25c"
+SETTINGS = hashlib.sha256(b"the settings of this test").hexdigest()
+
+
+def docker_ok():
+    try:
+        return subprocess.run(["docker", "image", "inspect", IMAGE], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, timeout=30, check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+pytestmark = pytest.mark.skipif(not docker_ok(), reason="needs Docker and the base image %s" % IMAGE)
+
+
+class Health(http.server.BaseHTTPRequestHandler):
+    status = 200
+
+    def do_GET(self):  # noqa: N802
+        self.send_response(Health.status if self.path == "/health" else 404)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def box(tmp_path_factory):
+    work = tmp_path_factory.mktemp("box")
+    local, state = work / "model", work / ".state" / "weights" / "model"
+    local.mkdir()
+    state.mkdir(parents=True)
+    body = b"weights" * 1000
+    entries = [{"type": "file", "path": "config.json", "size": 2, "oid": hashlib.sha1(b"blob 2\0{}").hexdigest()},
+               {"type": "file", "path": "model.safetensors", "size": len(body), "oid": "0" * 40,
+                "lfs": {"oid": hashlib.sha256(body).hexdigest(), "size": len(body), "pointerSize": 130}}]
+    (local / "config.json").write_bytes(b"{}")
+    (local / "model.safetensors").write_bytes(body)
+    listing = {"repo_id": "o/m", "commit": COMMIT, "entries": entries}
+    (state / ("listing-%s.json" % COMMIT)).write_text(json.dumps(listing))
+    records = {}
+    for spec in hf_plan.plan_files(entries):
+        hf_transfer.Snapshot._record(None, records, COMMIT, spec, str(local / spec["path"]))
+    (state / "verified.json").write_text(json.dumps(records))
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    name = "glm53-converged-test-%s" % uuid.uuid4().hex[:8]
+    subprocess.check_call(["docker", "run", "-d", "--name", name, "--label", "%s=true" % LABEL,
+                           "--label", "%s.settings=%s" % (LABEL, SETTINGS), IMAGE, "sleep", "600"],
+                          stdout=subprocess.DEVNULL, timeout=120)
+    try:
+        yield {"name": name, "weights": [{"name": "model", "revision": COMMIT, "local_dir": str(local),
+                                          "state_dir": str(state)}],
+               "health_url": "http://127.0.0.1:%d/health" % server.server_address[1], "local": local}
+    finally:
+        server.shutdown()
+        subprocess.call(["docker", "rm", "-f", name], stdout=subprocess.DEVNULL, timeout=60)
+
+
+def converged_info(box, **over):
+    args = {"container_name": box["name"], "settings_hash": SETTINGS, "image": IMAGE, "runtime": "runc",
+            "weights": box["weights"], "health_url": box["health_url"]}
+    args.update(over)
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"))
+    proc = subprocess.run([ANSIBLE, "localhost", "-o", "-m", "glm53.tensorfold.converged_info", "-a", json.dumps(args),
+                           "-e", "ansible_python_interpreter=%s" % sys.executable],
+                          cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=120, check=False)
+    line = [x for x in proc.stdout.splitlines() if x.startswith("localhost |")][0]
+    result = json.loads(line.split("=>", 1)[1])
+    assert proc.returncode == 0, proc.stdout
+    assert result["changed"] is False
+    return result
+
+
+def test_a_converged_box_and_each_part_that_can_differ(box):
+    got = converged_info(box)
+    assert got["converged"] is True, got["summary"]
+    assert got["have"]["container"]["running"] and got["have"]["health"]["ok"]
+
+    got = converged_info(box, settings_hash="0" * 64)
+    assert [d["part"] for d in got["differs"]] == ["settings"]
+
+    got = converged_info(box, runtime="nvidia")
+    assert [d["part"] for d in got["differs"]] == ["runtime"]
+
+    got = converged_info(box, image="glm53-test/not-here:1")
+    assert [d["part"] for d in got["differs"]] == ["image"]
+
+    (box["local"] / "config.json").write_bytes(b"[]")  # same size, new bytes and mtime
+    got = converged_info(box)
+    assert [d["part"] for d in got["differs"]] == ["weights"]
+    assert "config.json" in got["differs"][0]["what"]
+
+
+def test_health_and_a_stopped_container(box):
+    Health.status = 503
+    try:
+        got = converged_info(box, weights=[])
+        assert [d["part"] for d in got["differs"]] == ["health"]
+    finally:
+        Health.status = 200
+    subprocess.check_call(["docker", "stop", "-t", "0", box["name"]], stdout=subprocess.DEVNULL, timeout=60)
+    got = converged_info(box, weights=[])
+    assert [d["part"] for d in got["differs"]] == ["container"]
+
+
+def test_an_unreachable_docker_engine_is_a_coded_failure(box):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"))
+    proc = subprocess.run([ANSIBLE, "localhost", "-o", "-m", "glm53.tensorfold.converged_info", "-a",
+                           json.dumps({"docker_host": "unix:///nonexistent.sock", "host_label": "box1"}),
+                           "-e", "ansible_python_interpreter=%s" % sys.executable],
+                          cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=120, check=False)
+    assert proc.returncode != 0
+    assert "[E_DOCKER] box1: cannot read the Docker engine at unix:///nonexistent.sock" in proc.stdout

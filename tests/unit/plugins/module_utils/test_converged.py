@@ -1,0 +1,191 @@
+# -*- coding: utf-8 -*-
+"""The converged check's comparison, on `docker inspect` output recorded from Docker 20.10
+(fixtures/converged/: a labelled container running and exited, its image, /info) and on weights
+state written by hf_transfer's own record code over the Hub listing fixture."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+
+import pytest
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils import converged, hf_plan, hf_transfer
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+COMMIT = "078455ffe6472f9a52fbc1139f58b9db2881b25c"
+LABEL = "glm53.tensorfold.rank_container"
+SETTINGS = "5f1c0a9e8d7b6c5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b1a"
+IMAGE = "glm53-test/debian12:latest"
+
+
+def recorded(name):
+    with open(os.path.join(FIXTURES, "converged", name)) as handle:
+        return json.load(handle)
+
+
+def hub_listing():
+    with open(os.path.join(FIXTURES, "hub_tree_recursive.json")) as handle:
+        return json.load(handle)
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A repository as hf_snapshot leaves it after a complete run: files, listing, verification records."""
+    local, state = tmp_path / "model", tmp_path / ".state" / "weights" / "model"
+    local.mkdir()
+    state.mkdir(parents=True)
+    entries = hub_listing()
+    with open(str(state / ("listing-%s.json" % COMMIT)), "w") as handle:
+        json.dump({"repo_id": "owner/model", "commit": COMMIT, "entries": entries}, handle)
+    records = {}
+    for spec in hf_plan.plan_files(entries):
+        path = local / spec["path"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(str(path), "wb") as handle:
+            handle.truncate(spec["size"])
+        hf_transfer.Snapshot._record(None, records, COMMIT, spec, str(path))
+    with open(str(state / "verified.json"), "w") as handle:
+        json.dump(records, handle)
+    return {"name": "model", "revision": COMMIT, "local_dir": str(local), "state_dir": str(state)}
+
+
+def have_running(repo):
+    return {
+        "container": converged.container_facts(recorded("container_running.json"), LABEL),
+        "image": converged.image_facts(recorded("image.json")),
+        "runtimes": sorted(recorded("info.json")["Runtimes"]),
+        "weights": [converged.weights_state(repo)],
+        "health": {"ok": True, "status": 200, "error": ""},
+    }
+
+
+def want(repo, **over):
+    wanted = {"settings_hash": SETTINGS, "image": IMAGE, "runtime": "runc", "weights": [repo], "health": True}
+    wanted.update(over)
+    return wanted
+
+
+def parts(differs):
+    return [d["part"] for d in differs]
+
+
+def test_recorded_container_facts():
+    facts = converged.container_facts(recorded("container_running.json"), LABEL)
+    assert facts["running"] and facts["ours"] and facts["settings"] == SETTINGS
+    assert facts["image_id"] == recorded("image.json")["Id"]
+    assert facts["image_ref"] == IMAGE
+    assert converged.container_facts(None, LABEL) is None
+
+
+def test_a_box_that_has_everything_is_converged(repo):
+    assert converged.compare(want(repo), have_running(repo)) == []
+    assert converged.summary([]) == "converged"
+
+
+def test_another_settings_fingerprint_is_named(repo):
+    differs = converged.compare(want(repo, settings_hash="0" * 64), have_running(repo))
+    assert parts(differs) == ["settings"]
+    assert "5f1c0a9e8d7b" in differs[0]["what"] and "000000000000" in differs[0]["what"]
+
+
+def test_a_missing_image_and_a_container_on_another_image_differ(repo):
+    have = have_running(repo)
+    have["image"] = None
+    assert parts(converged.compare(want(repo), have)) == ["image"]
+    have["image"] = {"id": "sha256:" + "1" * 64, "tags": ["glm53/tensorfold:new"]}
+    differs = converged.compare(want(repo, image="glm53/tensorfold:new"), have)
+    assert parts(differs) == ["image"] and "runs image 8b414040e42d" in differs[0]["what"]
+
+
+def test_an_exited_container_differs_and_health_is_not_blamed(repo):
+    have = have_running(repo)
+    have["container"] = converged.container_facts(recorded("container_exited.json"), LABEL)
+    have["health"] = None
+    differs = converged.compare(want(repo), have)
+    assert parts(differs) == ["container"]
+    assert "exited" in differs[0]["what"]
+
+
+def test_no_container_at_all(repo):
+    have = have_running(repo)
+    have["container"], have["health"] = None, None
+    assert parts(converged.compare(want(repo), have)) == ["container"]
+
+
+def test_a_container_without_our_label_is_not_ours(repo):
+    inspect = recorded("container_running.json")
+    inspect["Config"]["Labels"] = {}
+    have = have_running(repo)
+    have["container"] = converged.container_facts(inspect, LABEL)
+    assert parts(converged.compare(want(repo), have)) == ["container"]
+
+
+def test_an_unhealthy_api(repo):
+    have = have_running(repo)
+    have["health"] = {"ok": False, "status": 503, "error": "HTTPError 503"}
+    differs = converged.compare(want(repo), have)
+    assert parts(differs) == ["health"] and "503" in differs[0]["what"]
+
+
+def test_a_missing_runtime(repo):
+    differs = converged.compare(want(repo, runtime="nvidia"), have_running(repo))
+    assert parts(differs) == ["runtime"] and "runc" in differs[0]["what"]
+
+
+def test_unset_wants_are_not_compared(repo):
+    have = have_running(repo)
+    have["image"], have["runtimes"] = None, None
+    assert converged.compare(want(repo, settings_hash=None, image=None, runtime=None), have) == []
+
+
+def test_weights_whose_file_changed_after_verification(repo):
+    shard = os.path.join(repo["local_dir"], "model-00002-of-00002.safetensors")
+    with open(shard, "r+b") as handle:
+        handle.write(b"x")  # same size, new mtime: the record no longer holds
+    os.utime(shard, ns=(1, 1))
+    state = converged.weights_state(repo)
+    assert state["unverified"] == ["model-00002-of-00002.safetensors"]
+    have = have_running(repo)
+    differs = converged.compare(want(repo), have)
+    assert parts(differs) == ["weights"] and "1 of 5 files" in differs[0]["what"]
+
+
+def test_weights_with_a_missing_file_or_no_state(repo, tmp_path):
+    os.unlink(os.path.join(repo["local_dir"], "config.json"))
+    assert converged.weights_state(repo)["unverified"] == ["config.json"]
+    empty = dict(repo, state_dir=str(tmp_path / "nothing"))
+    assert "no file listing" in converged.weights_state(empty)["problem"]
+    other = dict(repo, revision="a" * 40)
+    assert "no file listing" in converged.weights_state(other)["problem"]
+    unpinned = dict(repo, revision="main")
+    assert "not pinned" in converged.weights_state(unpinned)["problem"]
+
+
+def test_weights_allow_patterns_limit_the_files(repo):
+    state = converged.weights_state(dict(repo, allow_patterns=["*.json"]))
+    assert state["files"] == 3 and state["unverified"] == []
+
+
+def test_several_parts_come_in_a_fixed_order(repo):
+    have = have_running(repo)
+    have["image"] = None
+    os.unlink(os.path.join(repo["local_dir"], "config.json"))
+    have["weights"] = [converged.weights_state(repo)]
+    differs = converged.compare(want(repo, settings_hash="0" * 64), have)
+    assert parts(differs) == ["settings", "image", "weights"]
+    assert converged.summary(differs).startswith("differs: settings (")
+
+
+def test_health_reader_turns_failures_into_not_ok():
+    class Reply:
+        def getcode(self):
+            return 200
+
+    def refuse(url, **kwargs):
+        raise OSError("Connection refused")
+
+    assert converged.read_health("http://x/health", 1, opener=lambda url, **kw: Reply())["ok"]
+    got = converged.read_health("http://x/health", 1, opener=refuse)
+    assert not got["ok"] and got["error"] == "OSError"
