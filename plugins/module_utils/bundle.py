@@ -325,16 +325,6 @@ def _nested(name, rel, items):
     return any(other != name and (name + "/" + rel).startswith(other + "/") for other in items)
 
 
-def required_items(settings):
-    """The items a site with these settings takes from the bundle (pre-flight, no host facts)."""
-    names = ["image", "image/patch-series", "toolkit", "python/hf-client"]
-    if settings.get("model_source", "download") != "local":
-        names.append("weights/model-ablit" if settings.get("ablit") else "weights/model")
-    if settings.get("drafter") == "dflash2":
-        names.append("weights/drafter")
-    return names
-
-
 def pin_problems(manifest, expected):
     """Items whose recorded pins differ from the inventory's: {item: {key: wanted}} -> problems."""
     problems = []

@@ -27,6 +27,10 @@ options:
     type: list
     elements: str
     required: true
+  allow_missing:
+    description: Write the manifest of the items recorded so far and return the others in C(missing) (a build in parts).
+    type: bool
+    default: false
   meta:
     description: What the bundle as a whole is for (collection version, settings it was built with).
     type: dict
@@ -45,10 +49,15 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-items:
+contents:
   description: Per item, its size and sha256.
   returned: success
   type: dict
+missing:
+  description: Items asked for that have no record yet.
+  returned: always
+  type: list
+  elements: str
 size:
   description: The bundle's size in bytes.
   returned: success
@@ -70,6 +79,7 @@ def main():
             host_label=dict(type="str"),
             items=dict(type="list", elements="str", required=True),
             meta=dict(type="dict", default={}),
+            allow_missing=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -82,7 +92,7 @@ def main():
             missing.append(name)
         else:
             records.append(record)
-    if missing:
+    if missing and not module.params["allow_missing"]:
         module.fail_json(msg=problem("E_BUNDLE", host, "the bundle %s lacks %s (not built yet)" % (root, ", ".join(missing)),
                                      "Run playbooks/bundle.yml again: it resumes where it stopped."),
                          code="E_BUNDLE", missing=missing)
@@ -92,7 +102,7 @@ def main():
     if changed and not module.check_mode:
         bundle.write_json_if_changed(path, manifest)
     summary = dict((name, {"size": item["size"], "sha256": item["sha256"]}) for name, item in manifest["items"].items())
-    module.exit_json(changed=changed, items=summary, size=manifest["size"])
+    module.exit_json(changed=changed, contents=summary, size=manifest["size"], missing=missing)
 
 
 if __name__ == "__main__":

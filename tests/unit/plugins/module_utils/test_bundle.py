@@ -100,14 +100,11 @@ def test_nested_items_do_not_count_as_extra_files(tmp_path):
     assert bundle.verify_bundle(root, manifest, bundle.Hasher(root)) == []
 
 
-def test_pins_and_required_items():
+def test_pins_name_the_item_and_the_wanted_value():
     manifest = {"items": {"weights/model": {"meta": {"revision": "a" * 40}}}}
     assert bundle.pin_problems(manifest, {"weights/model": {"revision": "a" * 40}}) == []
     wrong = bundle.pin_problems(manifest, {"weights/model": {"revision": "b" * 40}})
     assert wrong[0]["item"] == "weights/model" and "b" * 40 in wrong[0]["what"]
-    assert "weights/model-ablit" in bundle.required_items({"ablit": True, "drafter": "dflash2"})
-    assert "weights/drafter" in bundle.required_items({"drafter": "dflash2"})
-    assert not [n for n in bundle.required_items({"model_source": "local", "drafter": "mtp"}) if n.startswith("weights")]
 
 
 def test_copy_resumes_from_the_committed_offset(tmp_path):
