@@ -97,7 +97,7 @@ def fetch(url, timeout, optional=False):
     try:
         return open_url(url, timeout=timeout, follow_redirects="safe").read()
     except Exception as err:  # pylint: disable=broad-except  # urllib and ansible raise several kinds
-        if optional and "404" in str(err):
+        if optional and ("404" in str(err) or "No such file" in str(err)):  # http, file://
             return None
         raise bundle.BundleError("toolkit: %s could not be fetched (%s)" % (url, err), ["toolkit"])
 
