@@ -46,7 +46,7 @@ def main():
 
     report = json.load(open(os.path.join(eph, "reports", "fleet-report.json")))
     hosts = dict((h["host"], h["status"]) for h in report["hosts"])
-    check(hosts.get("airgapped-gpu-a") == "LIVE" and hosts.get("airgapped-gpu-b") == "LIVE",
+    check(hosts.get("airgapped-gpu-a") == "live" and hosts.get("airgapped-gpu-b") == "live",
           "both boxes LIVE in the fleet report %s" % hosts)
     for box in ("airgapped-gpu-a", "airgapped-gpu-b"):
         probe = run(["docker", "exec", box, "python3", "-c",
@@ -82,8 +82,9 @@ def main():
         check(rc.get(box, (1, 0))[0] == 0 and rc.get(box, (0, 0))[1] > 0,
               "%s failed and changed nothing %s" % (box, rc.get(box)))
     bad = json.load(open(os.path.join(eph, "reports-corrupt", "fleet-report.json")))
-    stages = dict((h["host"], (h["status"], h.get("stage"))) for h in bad["hosts"])
-    check(all("E_BUNDLE" in s[0] and s[1] == "pre-flight" for s in stages.values()),
+    stages = dict((h["host"], (h["status"], h.get("codes"), h.get("stage"))) for h in bad["hosts"])
+    check(len(stages) == 2 and all(s[0] == "failed" and "E_BUNDLE" in (s[1] or []) and s[2] == "pre-flight"
+                                   for s in stages.values()),
           "the report marks both boxes failed (E_BUNDLE) in pre-flight %s" % stages)
     print("%d checks failed" % len(FAILS))
     return 1 if FAILS else 0

@@ -12,12 +12,12 @@ DOCUMENTATION = r"""
 module: bundle_verify
 short_description: Check the air-gapped bundle against its manifest, naming each wrong item
 description:
-  - Reads C(ROOT/MANIFEST.json) and checks every file of the items asked for (all by default):
-    present, its size, its sha256; files the manifest does not list are wrong too. Also checks
+  - Reads C(ROOT/MANIFEST.json) and checks every file of the items asked for (all by default),
+    that it is present, its size and its sha256; files the manifest does not list are wrong too. Also checks
     that the items a site needs are there and hold the revisions and versions the inventory pins.
   - With I(rehash=true) every byte is read again. With I(rehash=false) a file whose sha256 was
     computed before and that was not written since (same size, mtime, ctime, inode) is not read
-    again: the bundle is verified once where it lies.
+    again, so the bundle is verified once where it lies.
   - Changes nothing but its own sha256 cache in C(ROOT/.state/).
 version_added: "0.1.0"
 author:
