@@ -31,7 +31,7 @@ options:
     elements: str
     default: []
   pins:
-    description: Per item, the C(meta) values the inventory expects, e.g. C({"weights/model": {"revision": "..."}}).
+    description: Per item, the C(meta) values the inventory expects, such as C(revision) of C(weights/model).
     type: dict
     default: {}
   rehash:
