@@ -35,6 +35,13 @@ COPY_COMMIT = 16 * 1024 * 1024
 _ITEM_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)*$")
 
 
+def module_args(**own):
+    """The bundle_* modules' options: the shared ones (doc fragment glm53.tensorfold.bundle) and their own."""
+    args = dict(root=dict(type="path", required=True), host_label=dict(type="str"))
+    args.update(own)
+    return args
+
+
 class BundleError(Exception):
     """A bundle problem: ``what`` names the item (and file) and says what is wrong."""
 

@@ -74,9 +74,7 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import prob
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            root=dict(type="path", required=True),
-            host_label=dict(type="str"),
+        argument_spec=bundle.module_args(
             items=dict(type="list", elements="str", required=True),
             meta=dict(type="dict", default={}),
             allow_missing=dict(type="bool", default=False),

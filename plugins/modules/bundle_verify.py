@@ -85,9 +85,7 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import prob
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            root=dict(type="path", required=True),
-            host_label=dict(type="str"),
+        argument_spec=bundle.module_args(
             items=dict(type="list", elements="str", default=[]),
             pins=dict(type="dict", default={}),
             rehash=dict(type="bool", default=True),
