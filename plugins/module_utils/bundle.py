@@ -361,7 +361,7 @@ def parse_packages(text):
         if line[0] in " \t" and last:
             current[last] += "\n" + line.strip()
             continue
-        key, _, value = line.partition(":")
+        key, _sep, value = line.partition(":")
         last = key.strip()
         current[last] = value.strip()
     if current:

@@ -56,6 +56,7 @@ options:
 attributes:
   check_mode:
     support: none
+    description: Fetches; used only by playbooks/bundle.yml, which is not run in check mode.
 """
 
 EXAMPLES = r"""
@@ -123,7 +124,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             repo_url=dict(type="str", required=True),
-            gpg_key_url=dict(type="str", required=True),
+            gpg_key_url=dict(type="str", required=True, no_log=False),
             arches=dict(type="list", elements="str", default=["amd64"]),
             packages=dict(type="list", elements="str", required=True),
             version=dict(type="str", required=True),
