@@ -124,3 +124,48 @@ def test_build_rebuild_verify_corrupt_repair(site):
     assert rc == 0, out[-3000:]
     rc, changed, out, took = bundle_yml(site, "--tags", "verify")
     assert rc == 0, out[-3000:]
+
+
+def own_module_pids(marker):
+    """Module processes of this test's runs (Ansible's workers setsid them): their environment names marker."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/environ" % pid, "rb") as handle:
+                if marker.encode() in handle.read():
+                    pids.append(int(pid))
+        except OSError:
+            continue
+    return pids
+
+
+def test_a_killed_build_resumes(site):
+    """The weights part killed mid-way (the playbook and its module): the next build fetches only what is missing."""
+    bundle = os.path.join(site["work"], "killed")
+    port = re.search(r":(\d+)$", json.load(open(site["inventory"]))["all"]["vars"]["tensorfold_hf_endpoint"]).group(1)
+    req = "curl -fsS -X POST -d '{\"throttle_bps\": 1048576}' http://127.0.0.1:%s/_emulator/faults" % port
+    assert subprocess.run(req, shell=True, check=False).returncode == 0
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))
+    run = subprocess.Popen([os.path.join(BIN, "ansible-playbook"), "-i", site["inventory"], "-e", "tensorfold_bundle=" + bundle,
+                            os.path.join(ROOT, "playbooks", "bundle.yml"), "--tags", "weights"],
+                           cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    files = os.path.join(bundle, "weights", "model", "files")
+    deadline = time.time() + 120
+    while time.time() < deadline and not (os.path.isdir(files) and any(n.endswith(".safetensors") for n in os.listdir(files))):
+        time.sleep(0.2)
+    landed = sorted(n for n in os.listdir(files) if n.endswith(".safetensors"))
+    os.killpg(run.pid, 9)
+    run.wait()
+    for pid in own_module_pids(os.path.join(bundle, ".state")):
+        os.kill(pid, 9)
+    assert landed, "no shard landed before the kill"
+    subprocess.run("curl -fsS -X POST -d '{}' http://127.0.0.1:%s/_emulator/faults" % port, shell=True, check=False)
+    with open(site["log"]) as handle:
+        before = len(handle.readlines())
+    rc, changed, out, _took = bundle_yml(site, "-e", "tensorfold_bundle=" + bundle, "--tags", "weights")
+    assert rc == 0 and changed > 0, out[-3000:]
+    with open(site["log"]) as handle:
+        asked = [json.loads(line).get("path", "") for line in handle.readlines()[before:]]
+    assert not [p for p in asked if p.endswith(landed[0])], "a shard that had landed was fetched again"
+    rc, changed, out, _took = bundle_yml(site, "-e", "tensorfold_bundle=" + bundle, "--tags", "weights")
+    assert rc == 0 and changed == 0, out[-3000:]
