@@ -125,6 +125,15 @@ def test_build_rebuild_verify_corrupt_repair(site):
     rc, changed, out, took = bundle_yml(site, "--tags", "verify")
     assert rc == 0, out[-3000:]
 
+    # the tarball: made once, without the build's .state, and left alone when nothing changed
+    rc, changed, out, took = bundle_yml(site, "--skip-tags", "image", "-e", "bundle_tarball=true")
+    assert rc == 0 and changed == 1, out[-3000:]
+    names = subprocess.run(["tar", "-tf", site["bundle"] + ".tar"], stdout=subprocess.PIPE, universal_newlines=True,
+                           check=True).stdout.split()
+    assert "./MANIFEST.json" in names and not [n for n in names if n.startswith("./.state")]
+    rc, changed, out, took = bundle_yml(site, "--skip-tags", "image", "-e", "bundle_tarball=true")
+    assert rc == 0 and changed == 0, out[-3000:]
+
 
 def own_module_pids(marker):
     """Module processes of this test's runs (Ansible's workers setsid them): their environment names marker."""
