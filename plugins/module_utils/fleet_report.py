@@ -4,14 +4,15 @@
 """The fleet report: one line per host at the end of every run of site.yml.
 
 Reads only the public facts the roles hand each other (docs/development.md), as gathered from
-``hostvars`` by the fleet report play, plus two facts site.yml itself sets:
+``hostvars`` by the fleet report play, plus the facts of site.yml's step guard (roles/step)
+and of the report play:
 
-``fleet_report_failure``
-    set by site.yml's rescue around each role when a host fails: ``{stage, task, message}``.
+``step_failure``
+    set by the step guard's rescue when a host fails a step: ``{stage, task, message}``.
 ``fleet_report_reached_end``
     set on every host still in the run when the last host play ends.
-``fleet_report_stopped``
-    set on hosts the run stopped taking because too many hosts failed (max fail percentage).
+``step_stopped``
+    set by the step guard on hosts the run stopped taking because too many hosts failed.
 
 A host with neither failed nowhere we saw and never reached the end: it was unreachable (Ansible
 drops unreachable hosts from later plays without a rescue). Pure functions: no Ansible imports.
@@ -25,7 +26,7 @@ import re
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import severity
 
-# The facts the report reads (the interface table of docs/development.md, plus site.yml's own).
+# The facts the report reads (the interface table of docs/development.md, plus the step guard's).
 FACTS = (
     "gpu_host_checks_result",
     "tensorfold_image_ref",
@@ -34,9 +35,9 @@ FACTS = (
     "rank_container_result",
     "smoke_test_result",
     "tensorfold_settings_problems",
-    "fleet_report_failure",
+    "step_failure",
     "fleet_report_reached_end",
-    "fleet_report_stopped",
+    "step_stopped",
 )
 
 STATUSES = ("live", "failed", "unreachable", "stopped", "planned", "skipped")
@@ -132,7 +133,7 @@ def host_line(host, facts, plan=False):
     checks = facts.get("gpu_host_checks_result") or {}
     ranks = facts.get("rank_container_result") or {}
     smoke = facts.get("smoke_test_result") or {}
-    failure = facts.get("fleet_report_failure") or {}
+    failure = facts.get("step_failure") or {}
 
     problems = []
     problems += _records(facts.get("tensorfold_settings_problems"), host)
@@ -154,7 +155,7 @@ def host_line(host, facts, plan=False):
         status = "failed"
     elif smoke.get("status") == "live":
         status = "live"
-    elif facts.get("fleet_report_stopped"):
+    elif facts.get("step_stopped"):
         status = "skipped"
     elif not facts.get("fleet_report_reached_end"):
         status = "unreachable"
@@ -185,8 +186,8 @@ def host_line(host, facts, plan=False):
         todo = TODO_UNREACHABLE.replace("HOST", host)
     elif status == "stopped":
         todo = TODO_STOPPED
-    elif status == "skipped" and facts.get("fleet_report_stopped"):
-        todo = "%s %s" % (str(facts["fleet_report_stopped"]).strip(), TODO_STOPPED_RUN)
+    elif status == "skipped" and facts.get("step_stopped"):
+        todo = "%s %s" % (str(facts["step_stopped"]).strip(), TODO_STOPPED_RUN)
     elif status == "skipped":
         todo = TODO_SKIPPED
     else:

@@ -136,3 +136,14 @@ def test_progress_line_has_rate_and_eta():
     assert line["rate"] == 5 * hf_plan.MIB
     assert line["eta_s"] == 20
     assert line["text"] == "50.0 MiB of 150.0 MiB (33.3%) at 5.0 MiB/s, ETA 0m20s"
+
+
+def test_the_hand_written_listing_is_what_the_real_client_reads():
+    """The fixture is written by hand (fixtures/README.md): the real huggingface_hub client must
+    read every entry of it, with the sizes and LFS digests the plan takes from it."""
+    from huggingface_hub import hf_api  # in requirements.txt: a missing client fails the test
+    for entry in listing():
+        parsed = hf_api.RepoFile(**entry) if entry["type"] == "file" else hf_api.RepoFolder(**entry)
+        assert parsed.path == entry["path"]
+        if entry.get("lfs"):
+            assert (parsed.lfs.sha256, parsed.lfs.size) == (entry["lfs"]["oid"], entry["lfs"]["size"])

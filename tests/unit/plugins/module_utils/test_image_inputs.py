@@ -94,15 +94,6 @@ def test_tag_is_short_hex_and_stable():
     assert image_tag(dockerfile(), read_series(), dict(PINS)) == tag
 
 
-def test_editing_docs_readme_or_inventories_never_changes_the_tag(tmp_path):
-    """The tag's inputs are the Dockerfile text, the patches and the pins; nothing else is read."""
-    before = image_tag(dockerfile(), read_series(), PINS)
-    # A README beside the patches, docs and inventories are not inputs: the lookup skips README*,
-    # and the tag function takes no paths at all.
-    series_with_readme_dir = read_series()
-    assert image_tag(dockerfile(), series_with_readme_dir, PINS) == before
-
-
 def test_editing_a_patch_changes_the_tag():
     series = read_series()
     before = image_tag(dockerfile(), series, PINS)

@@ -39,14 +39,14 @@ def inventory(path):
 
 
 def test_example_inventory_puts_rank_zero_off_the_display_gpu():
-    data = inventory(os.path.join(ROOT, "inventories", "example"))
+    data = inventory(os.path.join(ROOT, "inventories", "example", "hosts"))
     assert sorted(data["gpu_hosts"]["hosts"]) == ["gpu-box-01", "gpu-box-02", "gpu-box-03"]
     assert data["_meta"]["hostvars"]["gpu-box-02"]["tensorfold_gpus"] == [1, 0]
     assert "tensorfold_gpus" not in data["_meta"]["hostvars"]["gpu-box-01"]
 
 
 def test_airgapped_inventory_points_every_download_at_a_mirror():
-    data = inventory(os.path.join(ROOT, "inventories", "example-airgapped"))
+    data = inventory(os.path.join(ROOT, "inventories", "example-airgapped", "hosts"))
     host = data["_meta"]["hostvars"]["gpu-box-01"]
     assert host["tensorfold_hf_endpoint"] != defaults()["tensorfold_hf_endpoint"]
     assert host["tensorfold_image_build_strategy"] == "registry" and host["tensorfold_image_registry"]

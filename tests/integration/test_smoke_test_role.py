@@ -5,8 +5,8 @@ role) keeps the engine contract's HTTP API. Here both ranks run as local process
 (--tp 2, the control link over loopback), and the role runs with connection local, so the
 requests go exactly where they go on a host: from the host to its own API.
 
-The stand-in is looked up in this checkout, or where GLM53_ENGINE_STANDIN points; without it the
-tests are skipped.
+The stand-in is looked up in this checkout, or where GLM53_ENGINE_STANDIN points; a missing
+stand-in fails the tests.
 """
 
 import json
@@ -24,7 +24,6 @@ sys.path.insert(0, os.path.dirname(__file__))
 from ansible_run import ROOT, run_playbook  # noqa: E402
 
 STANDIN = os.environ.get("GLM53_ENGINE_STANDIN") or os.path.join(ROOT, "tests", "standins", "engine", "tensorfold_native.py")
-needs_engine = pytest.mark.skipif(not os.path.isfile(STANDIN), reason="engine stand-in not in this checkout (set GLM53_ENGINE_STANDIN)")
 API_KEY = "smoke-canary-key-0451"
 
 
@@ -117,7 +116,6 @@ def engine(tmp_path_factory):
     running.stop()
 
 
-@needs_engine
 def test_live_line_models_and_smoke_json_and_a_second_run_changes_nothing(engine, tmp_path):
     logs = session_dir(tmp_path)
     inventory = write_inventory(tmp_path, engine.port)
@@ -134,7 +132,6 @@ def test_live_line_models_and_smoke_json_and_a_second_run_changes_nothing(engine
     assert rc == 0 and "changed=0" in output, output
 
 
-@needs_engine
 def test_wrong_served_name_fails_with_e_smoke_naming_what_is_served(engine, tmp_path):
     session_dir(tmp_path)
     inventory = write_inventory(tmp_path, engine.port, tensorfold_served_name="GLM-5.3-Flash-Other")
@@ -153,7 +150,6 @@ def test_no_engine_is_e_api_with_the_connection_error(tmp_path):
     assert "were not saved" in output  # no session folder: nothing written outside it
 
 
-@needs_engine
 def test_api_key_is_enforced_checked_and_never_printed(tmp_path):
     keyed = Engine(tmp_path, api_key=API_KEY, vision=False)
     try:

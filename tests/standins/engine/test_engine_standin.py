@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ENGINE = os.path.join(ROOT, "tests", "standins", "engine", "tensorfold_native.py")
 AUTH_BODY = ('{"error":{"message":"A valid API key is required","type":"invalid_request_error",'
              '"param":null,"code":"invalid_api_key"}}')
