@@ -2,7 +2,7 @@
 # The whole test suite, as CI runs it: lint, sanity, unit tests, pytest, every Molecule scenario.
 # Sets itself up first (scripts/bootstrap.sh). Prints each stage's result and wall time, and a
 # closing "N passed, N failed" line. Exit status 0 only when every stage passed.
-#   usage: scripts/test.sh [STAGE...]   (stages: lint sanity units pytest molecule;
+#   usage: scripts/test.sh [STAGE...]   (stages: lint docs sanity units pytest molecule;
 #                                        molecule:NAME runs one scenario)
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -41,6 +41,7 @@ ansible_test_env() {
   cp tests/tools/get_pip_standin.py "$cache/get_pip_24_2.py"
 }
 run_lint() { ansible-lint --profile production --offline -q; }
+run_docs() { bash scripts/docs.sh --check; }  # docs/reference/ is what the argument_specs and DOCUMENTATION give
 run_sanity() {
   install_built_collection && ansible_test_env &&
     (cd "$INSTALL_DIR/ansible_collections/glm53/tensorfold" &&
@@ -63,10 +64,11 @@ run_molecule() {  # run_molecule NAME
 }
 scenarios() { for f in molecule/*/molecule.yml; do [ -e "$f" ] && basename "$(dirname "$f")"; done; }
 
-want=("$@"); [ ${#want[@]} -gt 0 ] || want=(lint sanity units pytest molecule)
+want=("$@"); [ ${#want[@]} -gt 0 ] || want=(lint docs sanity units pytest molecule)
 for w in "${want[@]}"; do
   case "$w" in
     lint) stage "ansible-lint (production profile)" run_lint ;;
+    docs) stage "docs/reference is current (antsibull-docs)" run_docs ;;
     sanity) stage "ansible-test sanity" run_sanity ;;
     units) stage "ansible-test units" run_units ;;
     pytest) stage "pytest tests/integration tests/standins" run_pytest ;;

@@ -1,5 +1,5 @@
 """The engine image's Dockerfile, rendered as the role renders it, passes hadolint and keeps the
-engine's build facts (engine-contract.md, "Build")."""
+engine's build facts (docs/tensorfold_image.md, "Build")."""
 
 import os
 import shutil

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 ---
-module: gpu_peer_check
+module: gpu_peer_info
 short_description: Report peer-to-peer read and write support between NVIDIA GPUs
 version_added: 0.1.0
 description:
@@ -20,13 +20,12 @@ description:
   - Fails when C(nvidia-smi) is missing or exits non-zero, when a selected GPU is not in the
     matrix, or when fewer than two GPUs are selected (or present, when O(gpus) is empty).
   - Only reads; check mode gives the same answer.
+extends_documentation_fragment:
+  - glm53.tensorfold.read_only
+  - glm53.tensorfold.read_only.nvidia_smi
 author:
   - glm53.tensorfold contributors (@glm53)
 options:
-  nvidia_smi:
-    description:
-      - Path of the C(nvidia-smi) program; when not set it is looked up on E(PATH).
-    type: path
   gpus:
     description:
       - GPU indices (nvidia-smi numbering) in rank order; at least two.
@@ -34,20 +33,13 @@ options:
     type: list
     elements: int
     default: []
-attributes:
-  check_mode:
-    description: Can run in check mode and return the same answer (it only reads).
-    support: full
-  diff_mode:
-    description: Returns no diff (nothing changes).
-    support: none
 seealso:
   - module: glm53.tensorfold.gpu_info
 """
 
 EXAMPLES = r"""
 - name: Check peer-to-peer between the ranks' GPUs
-  glm53.tensorfold.gpu_peer_check:
+  glm53.tensorfold.gpu_peer_info:
     gpus: [0, 1]
   register: p2p
 
