@@ -218,18 +218,22 @@ def build_report(hostfacts, generated_at="", plan=False):
     for line in lines:
         summary[line["status"]] += 1
     summary["hosts"] = len(lines)
-    return {"generated_at": generated_at, "plan": bool(plan), "summary": summary, "hosts": lines}
+    for line in lines:
+        line["warning_codes"] = _warning_codes(line["warnings"])
+    report = {"generated_at": generated_at, "plan": bool(plan), "summary": summary, "hosts": lines}
+    report["summary_text"] = summary_line(report)
+    return report
 
 
-def _cell(value):
-    if value is None or value == "":
-        return "-"
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
-def _short(value, length=12):
-    value = str(value or "")
-    return value[:length] if re.match(r"^[0-9a-f]{20,}$", value) else value
+def _warning_codes(warnings):
+    """The codes of a host's warnings, each once, in order (``warning`` for an uncoded one)."""
+    codes = []
+    for text in warnings:
+        match = _CODE.search(text)
+        code = match.group(1) if match else "warning"
+        if code not in codes:
+            codes.append(code)
+    return codes
 
 
 def summary_line(report):
@@ -239,40 +243,3 @@ def summary_line(report):
         if s[status]:
             parts.append("%d %s" % (s[status], LABELS[status]))
     return "%d host%s: %s" % (s["hosts"], "" if s["hosts"] == 1 else "s", ", ".join(parts))
-
-
-def render_markdown(report):
-    """The report as Markdown: a summary, one table row per host, then what to do and warnings."""
-    out = ["# GLM-5.3-Flash fleet report", ""]
-    if report.get("generated_at"):
-        out.append("Run finished %s. %s." % (report["generated_at"], summary_line(report)))
-    else:
-        out.append("%s." % summary_line(report))
-    if report.get("plan"):
-        out.append("")
-        out.append("Plan only (tensorfold_plan or --check): nothing was changed on any host.")
-    out += ["", "| host | status | endpoint | context | streams | image tag | checkpoint | warnings |",
-            "|---|---|---|---|---|---|---|---|"]
-    for line in report["hosts"]:
-        warn_codes = []
-        for text in line["warnings"]:
-            match = _CODE.search(text)
-            code = match.group(1) if match else "warning"
-            if code not in warn_codes:
-                warn_codes.append(code)
-        out.append("| %s |" % " | ".join(_cell(v) for v in (
-            line["host"], line["label"], line["endpoint"], line["context"], line["streams"],
-            _short(line["image_tag"]), _short(line["revision"]), ", ".join(warn_codes))))
-    todo = [line for line in report["hosts"] if line["todo"]]
-    if todo:
-        out += ["", "## What to do", ""]
-        for line in todo:
-            where = " in %s" % line["stage"] if line.get("stage") else ""
-            out.append("- **%s** (%s%s): %s" % (line["host"], line["label"], where, line["todo"]))
-    warned = [line for line in report["hosts"] if line["warnings"]]
-    if warned:
-        out += ["", "## Warnings", ""]
-        for line in warned:
-            for text in line["warnings"]:
-                out.append("- **%s**: %s" % (line["host"], text))
-    return "\n".join(out) + "\n"

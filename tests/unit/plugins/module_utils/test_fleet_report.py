@@ -7,7 +7,7 @@ import json
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import record
 from ansible_collections.glm53.tensorfold.plugins.module_utils.fleet_report import (
-    build_report, host_line, render_markdown)
+    build_report, host_line)
 
 REVISION = "078455ffe6472f9a52fbc1139f58b9db2881b25c"
 TAG = "3f2a9c0d1e4b5a6978812345"
@@ -44,7 +44,7 @@ def test_host_that_failed_checks_is_failed_with_its_codes_and_what_to_do():
             record("W_P2P", "gpu-c", "no peer-to-peer"),
         ]},
         "step_failure": {"stage": "gpu_host_checks", "task": "Report every problem of this host",
-                                 "message": ["[E_GPU_BUSY] gpu-c: GPU 1 uses 30000 MiB (python, pid 4242). Stop the workload on that GPU."]},
+                         "message": ["[E_GPU_BUSY] gpu-c: GPU 1 uses 30000 MiB (python, pid 4242). Stop the workload on that GPU."]},
     }
     line = host_line("gpu-c", facts)
     assert line["status"] == "failed"
@@ -116,30 +116,16 @@ def test_report_counts_every_status_and_is_json_serialisable():
     assert json.loads(json.dumps(report)) == report
 
 
-def test_markdown_has_a_row_per_host_and_says_what_to_do_for_failed_ones():
+def test_the_report_carries_its_summary_line_and_each_host_s_warning_codes():
     report = build_report({
-        "gpu-a": live_facts("gpu-a"),
+        "gpu-a": live_facts("gpu-a", warnings=["[W_STREAMS] gpu-a: 3 streams came up.", "[W_STREAMS] gpu-a: again."]),
         "gpu-c": {"step_failure": {"stage": "gpu_host_checks", "task": "x",
-                                           "message": "[E_GPU_MEMORY] gpu-c: GPU 0 has 10000 MiB free. Stop what holds the GPU's memory."}},
-    }, generated_at="2026-11-29T11:00:00Z")
-    text = render_markdown(report)
-    assert "2 hosts: 1 LIVE, 1 failed, 0 unreachable" in text
-    assert "| gpu-a | LIVE | http://gpu-a:8020/v1 | 262144 | 4 | %s | %s | W_P2P |" % (TAG[:12], REVISION[:12]) in text
-    assert "| gpu-c | failed (E_GPU_MEMORY) | - | - | - | - | - | - |" in text
-    assert "- **gpu-c** (failed (E_GPU_MEMORY) in gpu_host_checks): [E_GPU_MEMORY] gpu-c: GPU 0 has 10000 MiB free." in text
-    assert "## Warnings" in text and "- **gpu-a**: [W_P2P] gpu-a:" in text
-
-
-def test_markdown_cells_escape_pipes():
-    facts = live_facts("h")
-    facts["tensorfold_image_tag"] = "a|b"
-    assert "a\\|b" in render_markdown(build_report({"h": facts}))
-
-
-def test_plan_report_says_nothing_changed():
-    text = render_markdown(build_report({"h": {"fleet_report_reached_end": True, "smoke_test_result": {"status": "planned"}}}, plan=True))
-    assert "nothing was changed" in text
-    assert "| h | planned (check mode) |" in text
+                                   "message": "[E_GPU_MEMORY] gpu-c: GPU 0 has 10000 MiB free. Stop what holds the GPU's memory."}},
+    })
+    assert report["summary_text"] == "2 hosts: 1 LIVE, 1 failed, 0 unreachable"
+    lines = dict((line["host"], line) for line in report["hosts"])
+    assert lines["gpu-a"]["warning_codes"] == ["W_P2P", "W_STREAMS"]
+    assert lines["gpu-c"]["warning_codes"] == []
 
 
 def test_host_the_run_stopped_taking_is_skipped_with_the_reason():

@@ -18,7 +18,7 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils.image_inputs impo
 HERE = os.path.dirname(__file__)
 ROOT = os.path.join(HERE, "..", "..", "..", "..")
 TEMPLATE = os.path.join(ROOT, "templates", "Dockerfile.j2")
-STANDIN_PATCHES = os.path.join(ROOT, "tests", "standins", "tensorfold_source", "patches")
+STANDIN_PATCHES = os.path.join(HERE, "fixtures", "patch_series")  # copies of the source stand-in's series
 
 PINS = {
     "TENSORFOLD_COMMIT": "a" * 40,
