@@ -51,7 +51,7 @@ def site(*args):
     try:
         doc = json.loads(run.stdout[run.stdout.index("{"):])
     except ValueError:
-        sys.exit("site.yml %s printed no JSON (rc %s):\n%s\n%s" % (args, run.rc, run.stdout[-3000:], run.stderr[-3000:]))
+        sys.exit("site.yml %s printed no JSON (rc %s):\n%s\n%s" % (args, run.returncode, run.stdout[-3000:], run.stderr[-3000:]))
     return run.returncode, doc, took
 
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: glm53.tensorfold contributors
 # Apache License 2.0 (see LICENSE)
-"""Filters: the fleet report built from hostvars, and its Markdown."""
+"""Filters: the fleet report built from hostvars (its Markdown is roles/fleet_report's template)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -12,7 +12,7 @@ import os
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.fleet_report import (
-    FACTS, build_report, render_markdown)
+    FACTS, build_report)
 
 
 def _fleet_report(hostvars, hosts, generated_at="", plan=False):
@@ -27,10 +27,6 @@ def _fleet_report(hostvars, hosts, generated_at="", plan=False):
             facts = {}
         picked[host] = dict((name, facts[name]) for name in FACTS if name in facts)
     return build_report(picked, generated_at=generated_at, plan=plan)
-
-
-def _fleet_report_markdown(report):
-    return render_markdown(report)
 
 
 def _from_cwd(path):
@@ -49,6 +45,5 @@ class FilterModule(object):
     def filters(self):
         return {
             "fleet_report": _fleet_report,
-            "fleet_report_markdown": _fleet_report_markdown,
             "from_cwd": _from_cwd,
         }

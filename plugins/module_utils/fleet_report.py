@@ -4,14 +4,15 @@
 """The fleet report: one line per host at the end of every run of site.yml.
 
 Reads only the public facts the roles hand each other (docs/development.md), as gathered from
-``hostvars`` by the fleet report play, plus two facts site.yml itself sets:
+``hostvars`` by the fleet report play, plus the facts of site.yml's step guard (roles/step)
+and of the report play:
 
-``fleet_report_failure``
-    set by site.yml's rescue around each role when a host fails: ``{stage, task, message}``.
+``step_failure``
+    set by the step guard's rescue when a host fails a step: ``{stage, task, message}``.
 ``fleet_report_reached_end``
     set on every host still in the run when the last host play ends.
-``fleet_report_stopped``
-    set on hosts the run stopped taking because too many hosts failed (max fail percentage).
+``step_stopped``
+    set by the step guard on hosts the run stopped taking because too many hosts failed.
 
 A host with neither failed nowhere we saw and never reached the end: it was unreachable (Ansible
 drops unreachable hosts from later plays without a rescue). Pure functions: no Ansible imports.
@@ -25,7 +26,7 @@ import re
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import severity
 
-# The facts the report reads (the interface table of docs/development.md, plus site.yml's own).
+# The facts the report reads (the interface table of docs/development.md, plus the step guard's).
 FACTS = (
     "gpu_host_checks_result",
     "tensorfold_image_ref",
@@ -34,9 +35,9 @@ FACTS = (
     "rank_container_result",
     "smoke_test_result",
     "tensorfold_settings_problems",
-    "fleet_report_failure",
+    "step_failure",
     "fleet_report_reached_end",
-    "fleet_report_stopped",
+    "step_stopped",
 )
 
 STATUSES = ("live", "failed", "unreachable", "stopped", "planned", "skipped")
@@ -132,7 +133,7 @@ def host_line(host, facts, plan=False):
     checks = facts.get("gpu_host_checks_result") or {}
     ranks = facts.get("rank_container_result") or {}
     smoke = facts.get("smoke_test_result") or {}
-    failure = facts.get("fleet_report_failure") or {}
+    failure = facts.get("step_failure") or {}
 
     problems = []
     problems += _records(facts.get("tensorfold_settings_problems"), host)
@@ -154,7 +155,7 @@ def host_line(host, facts, plan=False):
         status = "failed"
     elif smoke.get("status") == "live":
         status = "live"
-    elif facts.get("fleet_report_stopped"):
+    elif facts.get("step_stopped"):
         status = "skipped"
     elif not facts.get("fleet_report_reached_end"):
         status = "unreachable"
@@ -185,8 +186,8 @@ def host_line(host, facts, plan=False):
         todo = TODO_UNREACHABLE.replace("HOST", host)
     elif status == "stopped":
         todo = TODO_STOPPED
-    elif status == "skipped" and facts.get("fleet_report_stopped"):
-        todo = "%s %s" % (str(facts["fleet_report_stopped"]).strip(), TODO_STOPPED_RUN)
+    elif status == "skipped" and facts.get("step_stopped"):
+        todo = "%s %s" % (str(facts["step_stopped"]).strip(), TODO_STOPPED_RUN)
     elif status == "skipped":
         todo = TODO_SKIPPED
     else:
@@ -217,18 +218,22 @@ def build_report(hostfacts, generated_at="", plan=False):
     for line in lines:
         summary[line["status"]] += 1
     summary["hosts"] = len(lines)
-    return {"generated_at": generated_at, "plan": bool(plan), "summary": summary, "hosts": lines}
+    for line in lines:
+        line["warning_codes"] = _warning_codes(line["warnings"])
+    report = {"generated_at": generated_at, "plan": bool(plan), "summary": summary, "hosts": lines}
+    report["summary_text"] = summary_line(report)
+    return report
 
 
-def _cell(value):
-    if value is None or value == "":
-        return "-"
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
-def _short(value, length=12):
-    value = str(value or "")
-    return value[:length] if re.match(r"^[0-9a-f]{20,}$", value) else value
+def _warning_codes(warnings):
+    """The codes of a host's warnings, each once, in order (``warning`` for an uncoded one)."""
+    codes = []
+    for text in warnings:
+        match = _CODE.search(text)
+        code = match.group(1) if match else "warning"
+        if code not in codes:
+            codes.append(code)
+    return codes
 
 
 def summary_line(report):
@@ -238,40 +243,3 @@ def summary_line(report):
         if s[status]:
             parts.append("%d %s" % (s[status], LABELS[status]))
     return "%d host%s: %s" % (s["hosts"], "" if s["hosts"] == 1 else "s", ", ".join(parts))
-
-
-def render_markdown(report):
-    """The report as Markdown: a summary, one table row per host, then what to do and warnings."""
-    out = ["# GLM-5.3-Flash fleet report", ""]
-    if report.get("generated_at"):
-        out.append("Run finished %s. %s." % (report["generated_at"], summary_line(report)))
-    else:
-        out.append("%s." % summary_line(report))
-    if report.get("plan"):
-        out.append("")
-        out.append("Plan only (tensorfold_plan or --check): nothing was changed on any host.")
-    out += ["", "| host | status | endpoint | context | streams | image tag | checkpoint | warnings |",
-            "|---|---|---|---|---|---|---|---|"]
-    for line in report["hosts"]:
-        warn_codes = []
-        for text in line["warnings"]:
-            match = _CODE.search(text)
-            code = match.group(1) if match else "warning"
-            if code not in warn_codes:
-                warn_codes.append(code)
-        out.append("| %s |" % " | ".join(_cell(v) for v in (
-            line["host"], line["label"], line["endpoint"], line["context"], line["streams"],
-            _short(line["image_tag"]), _short(line["revision"]), ", ".join(warn_codes))))
-    todo = [line for line in report["hosts"] if line["todo"]]
-    if todo:
-        out += ["", "## What to do", ""]
-        for line in todo:
-            where = " in %s" % line["stage"] if line.get("stage") else ""
-            out.append("- **%s** (%s%s): %s" % (line["host"], line["label"], where, line["todo"]))
-    warned = [line for line in report["hosts"] if line["warnings"]]
-    if warned:
-        out += ["", "## Warnings", ""]
-        for line in warned:
-            for text in line["warnings"]:
-                out.append("- **%s**: %s" % (line["host"], text))
-    return "\n".join(out) + "\n"

@@ -4,8 +4,8 @@
 """The smoke test's verdict: what the engine's answers mean, as coded problems.
 
 The smoke_test role sends its requests with ``ansible.builtin.uri`` on the host and hands the
-registered results here. Each check reads the HTTP status and body the engine contract describes
-(engine-contract.md, "HTTP API"). A problem quotes the status or the reply that explains it, cut
+registered results here. Each check reads the HTTP status and body of the engine's OpenAI-compatible
+API (docs/smoke_test.md lists the requests and what each answer must hold). A problem quotes the status or the reply that explains it, cut
 short, and never a request header (the API key travels in one).
 """
 

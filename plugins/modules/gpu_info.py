@@ -20,14 +20,12 @@ description:
   - Fails with a clear message when C(nvidia-smi) is missing, exits non-zero (for example exit
     status 6, "No devices were found", or 9 when the driver is not loaded), or when a GPU index
     in O(gpus) does not exist on the host.
+extends_documentation_fragment:
+  - glm53.tensorfold.read_only
+  - glm53.tensorfold.read_only.nvidia_smi
 author:
   - glm53.tensorfold contributors (@glm53)
 options:
-  nvidia_smi:
-    description:
-      - Path of the C(nvidia-smi) program.
-      - When not set, C(nvidia-smi) is looked up on E(PATH) (and in C(/usr/bin), C(/usr/local/bin)).
-    type: path
   gpus:
     description:
       - GPU indices (nvidia-smi numbering) to return, in this order (rank order).
@@ -35,18 +33,11 @@ options:
     type: list
     elements: int
     default: []
-attributes:
-  check_mode:
-    description: Can run in check mode and return the same answer (it only reads).
-    support: full
-  diff_mode:
-    description: Returns no diff (nothing changes).
-    support: none
 notes:
   - Versions are read from C(--query-gpu=driver_version) and C(nvidia-smi --version), not from the
     banner, whose labels changed in the 610 driver series (C(KMD Version), C(CUDA UMD Version)).
 seealso:
-  - module: glm53.tensorfold.gpu_peer_check
+  - module: glm53.tensorfold.gpu_peer_info
 """
 
 EXAMPLES = r"""

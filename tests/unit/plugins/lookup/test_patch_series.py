@@ -79,3 +79,19 @@ def test_wrong_recipe_count_is_an_e_patches_problem(dirs):
     problems = FILTERS["patch_series_problems"](run(str(recipe), str(site)), "gpu1", 93)
     assert [p["code"] for p in problems] == ["E_PATCHES"]
     assert "3 patches, 93 expected" in problems[0]["message"]
+
+
+def test_editing_a_readme_or_the_series_file_beside_the_patches_never_changes_the_tag(dirs, tmp_path):
+    """The tag's inputs are the Dockerfile, the patches and the pins: the notes an operator keeps
+    beside the patches (README*, the series listing, hidden files) are read by nobody."""
+    recipe, site = dirs
+    pins = {"TENSORFOLD_COMMIT": "a" * 40}
+    before = image_tag("FROM x\n", run(str(recipe), str(site)), pins)
+    write(site, "README.md", b"edited: a new paragraph on how to name site patches")
+    write(recipe, "README", b"a note")
+    write(recipe, "series", b"0001-a.patch\n0002-b.patch\n0010-c.patch\n")
+    write(recipe, ".notes.swp", b"editor state")
+    assert image_tag("FROM x\n", run(str(recipe), str(site)), pins) == before
+    # The same edit to a patch does change it (the comparison above can fail).
+    write(recipe, "0002-b.patch", b"b, edited")
+    assert image_tag("FROM x\n", run(str(recipe), str(site)), pins) != before

@@ -7,7 +7,7 @@ import json
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import record
 from ansible_collections.glm53.tensorfold.plugins.module_utils.fleet_report import (
-    build_report, host_line, render_markdown)
+    build_report, host_line)
 
 REVISION = "078455ffe6472f9a52fbc1139f58b9db2881b25c"
 TAG = "3f2a9c0d1e4b5a6978812345"
@@ -43,8 +43,8 @@ def test_host_that_failed_checks_is_failed_with_its_codes_and_what_to_do():
             record("E_GPU_BUSY", "gpu-c", "GPU 1 uses 30000 MiB (python, pid 4242)"),
             record("W_P2P", "gpu-c", "no peer-to-peer"),
         ]},
-        "fleet_report_failure": {"stage": "gpu_host_checks", "task": "Report every problem of this host",
-                                 "message": ["[E_GPU_BUSY] gpu-c: GPU 1 uses 30000 MiB (python, pid 4242). Stop the workload on that GPU."]},
+        "step_failure": {"stage": "gpu_host_checks", "task": "Report every problem of this host",
+                         "message": ["[E_GPU_BUSY] gpu-c: GPU 1 uses 30000 MiB (python, pid 4242). Stop the workload on that GPU."]},
     }
     line = host_line("gpu-c", facts)
     assert line["status"] == "failed"
@@ -61,13 +61,13 @@ def test_several_codes_in_one_failure_message_are_all_reported():
     failure = {"stage": "pre-flight", "task": "Report every settings problem of this host",
                "message": ["[E_SETTINGS] h: tensorfold_parallel is 0. Use 1 to 8.", "[E_SETTINGS] h: tensorfold_port is 0. Use a port.",
                            "[E_PORT] h: port 8020 is in use. Stop it."]}
-    line = host_line("h", {"fleet_report_failure": failure})
+    line = host_line("h", {"step_failure": failure})
     assert line["codes"] == ["E_SETTINGS", "E_PORT"]
     assert len(line["errors"]) == 3
 
 
 def test_uncoded_failure_keeps_its_message_and_says_how_to_rerun():
-    line = host_line("h", {"fleet_report_failure": {"stage": "weights_fetch", "task": "Download", "message": "Connection refused"}})
+    line = host_line("h", {"step_failure": {"stage": "weights_fetch", "task": "Download", "message": "Connection refused"}})
     assert line["status"] == "failed" and line["codes"] == []
     assert line["todo"].startswith("Connection refused")
     assert "--limit h" in line["todo"]
@@ -91,7 +91,7 @@ def test_failed_smoke_test_fails_the_host_with_its_reply():
     facts = live_facts("h")
     facts["smoke_test_result"] = {"status": "failed", "endpoint": "http://h:8020/v1", "reply": "",
                                   "problems": [record("E_SMOKE", "h", "the chat reply was empty (HTTP 200, body {...})")]}
-    facts["fleet_report_failure"] = {
+    facts["step_failure"] = {
         "stage": "smoke_test", "task": "Fail",
         "message": ["[E_SMOKE] h: the chat reply was empty (HTTP 200, body {...}). Read the reply above and rank0.log."]}
     line = host_line("h", facts)
@@ -108,7 +108,7 @@ def test_report_counts_every_status_and_is_json_serialisable():
     report = build_report({
         "gpu-a": live_facts("gpu-a"),
         "gpu-b": live_facts("gpu-b", port=8021),
-        "gpu-c": {"fleet_report_failure": {"stage": "pre-flight", "task": "x", "message": "[E_SETTINGS] gpu-c: bad. Fix it."}},
+        "gpu-c": {"step_failure": {"stage": "pre-flight", "task": "x", "message": "[E_SETTINGS] gpu-c: bad. Fix it."}},
         "gpu-d": None,
     }, generated_at="2026-11-29T11:00:00Z")
     assert report["summary"] == {"hosts": 4, "live": 2, "failed": 1, "unreachable": 1, "stopped": 0, "planned": 0, "skipped": 0}
@@ -116,35 +116,21 @@ def test_report_counts_every_status_and_is_json_serialisable():
     assert json.loads(json.dumps(report)) == report
 
 
-def test_markdown_has_a_row_per_host_and_says_what_to_do_for_failed_ones():
+def test_the_report_carries_its_summary_line_and_each_host_s_warning_codes():
     report = build_report({
-        "gpu-a": live_facts("gpu-a"),
-        "gpu-c": {"fleet_report_failure": {"stage": "gpu_host_checks", "task": "x",
-                                           "message": "[E_GPU_MEMORY] gpu-c: GPU 0 has 10000 MiB free. Stop what holds the GPU's memory."}},
-    }, generated_at="2026-11-29T11:00:00Z")
-    text = render_markdown(report)
-    assert "2 hosts: 1 LIVE, 1 failed, 0 unreachable" in text
-    assert "| gpu-a | LIVE | http://gpu-a:8020/v1 | 262144 | 4 | %s | %s | W_P2P |" % (TAG[:12], REVISION[:12]) in text
-    assert "| gpu-c | failed (E_GPU_MEMORY) | - | - | - | - | - | - |" in text
-    assert "- **gpu-c** (failed (E_GPU_MEMORY) in gpu_host_checks): [E_GPU_MEMORY] gpu-c: GPU 0 has 10000 MiB free." in text
-    assert "## Warnings" in text and "- **gpu-a**: [W_P2P] gpu-a:" in text
-
-
-def test_markdown_cells_escape_pipes():
-    facts = live_facts("h")
-    facts["tensorfold_image_tag"] = "a|b"
-    assert "a\\|b" in render_markdown(build_report({"h": facts}))
-
-
-def test_plan_report_says_nothing_changed():
-    text = render_markdown(build_report({"h": {"fleet_report_reached_end": True, "smoke_test_result": {"status": "planned"}}}, plan=True))
-    assert "nothing was changed" in text
-    assert "| h | planned (check mode) |" in text
+        "gpu-a": live_facts("gpu-a", warnings=["[W_STREAMS] gpu-a: 3 streams came up.", "[W_STREAMS] gpu-a: again."]),
+        "gpu-c": {"step_failure": {"stage": "gpu_host_checks", "task": "x",
+                                   "message": "[E_GPU_MEMORY] gpu-c: GPU 0 has 10000 MiB free. Stop what holds the GPU's memory."}},
+    })
+    assert report["summary_text"] == "2 hosts: 1 LIVE, 1 failed, 0 unreachable"
+    lines = dict((line["host"], line) for line in report["hosts"])
+    assert lines["gpu-a"]["warning_codes"] == ["W_P2P", "W_STREAMS"]
+    assert lines["gpu-c"]["warning_codes"] == []
 
 
 def test_host_the_run_stopped_taking_is_skipped_with_the_reason():
     facts = {"fleet_report_reached_end": True,
-             "fleet_report_stopped": "The run stopped before restart on this host: gpu-a failed, more than 0% of 3 hosts."}
+             "step_stopped": "The run stopped before restart on this host: gpu-a failed, more than 0% of 3 hosts."}
     line = host_line("gpu-b", facts)
     assert line["status"] == "skipped"
     assert line["todo"].startswith("The run stopped before restart on this host: gpu-a failed")
@@ -155,7 +141,7 @@ def test_in_a_plan_run_hosts_that_came_through_are_planned_and_failures_stay_fai
     report = build_report({
         "a": {"fleet_report_reached_end": True},
         "b": {"fleet_report_reached_end": True,
-              "fleet_report_failure": {"stage": "gpu_host_checks", "task": "t", "message": "[E_DISK] b: 20 GiB free. Free space."}},
+              "step_failure": {"stage": "gpu_host_checks", "task": "t", "message": "[E_DISK] b: 20 GiB free. Free space."}},
         "c": {},
     }, plan=True)
     assert [(line["host"], line["status"]) for line in report["hosts"]] == [("a", "planned"), ("b", "failed"), ("c", "unreachable")]

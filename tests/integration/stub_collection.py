@@ -1,0 +1,66 @@
+"""A copy of this collection whose host-touching roles are replaced by recording stubs.
+
+site.yml, the step guard (roles/step), the settings role (roles/tensorfold) and the fleet report
+stay the real ones; each stub role notes "ROLE ACTION" in the host's log file, publishes the
+facts the inventory gives it (``stub_facts[ROLE]``) and fails with ``stub_fail[ROLE]`` when the
+inventory says so. Runs of the real site.yml against it show which steps each mode runs, how a
+failure leaves the run, and what the fleet report makes of it, without GPUs or Docker.
+"""
+
+import os
+import shutil
+import textwrap
+
+from ansible_run import ROOT
+
+STUBBED = ("gpu_host_checks", "nvidia_toolkit", "tensorfold_image", "weights_fetch", "fleet_plan", "rank_container",
+           "smoke_test")
+COPIED = ("galaxy.yml", "meta", "playbooks", "plugins", "roles", "templates")
+
+STUB_TASKS = textwrap.dedent("""\
+    ---
+    - name: Note that {role}{entry} ran
+      ansible.builtin.shell: "echo '{role}{entry} {{{{ rank_container_action | default('') }}}}' >> {{{{ stub_log_dir }}}}/{{{{ inventory_hostname }}}}"
+      changed_when: false
+      check_mode: false
+    - name: Publish the facts the real role would
+      ansible.builtin.set_fact:
+        "{{{{ item.key }}}}": "{{{{ item.value }}}}"
+      loop: "{{{{ (stub_facts | default({{}})).get('{role}', {{}}) | dict2items }}}}"
+    - name: Fail as the real role would
+      ansible.builtin.fail:
+        msg: "{{{{ stub_fail['{role}{entry}'] }}}}"
+      when: "'{role}{entry}' in stub_fail | default({{}})"
+    """)
+STUB_META = "---\ndependencies:\n  - role: glm53.tensorfold.tensorfold\n"
+
+
+def build(tmp_path):
+    """Build the stub collection under tmp_path; return its collections path."""
+    base = tmp_path / "collections"
+    coll = base / "ansible_collections" / "glm53" / "tensorfold"
+    coll.mkdir(parents=True)
+    for name in COPIED:
+        source = os.path.join(ROOT, name)
+        if os.path.isdir(source):
+            shutil.copytree(source, str(coll / name))
+        else:
+            shutil.copy(source, str(coll / name))
+    for role in STUBBED:
+        shutil.rmtree(str(coll / "roles" / role))
+        (coll / "roles" / role / "tasks").mkdir(parents=True)
+        (coll / "roles" / role / "meta").mkdir()
+        (coll / "roles" / role / "meta" / "main.yml").write_text(STUB_META)
+        (coll / "roles" / role / "tasks" / "main.yml").write_text(STUB_TASKS.format(role=role, entry=""))
+        if role == "tensorfold_image":
+            (coll / "roles" / role / "tasks" / "validate.yml").write_text(STUB_TASKS.format(role=role, entry=":validate"))
+    return base
+
+
+def ran(log_dir, host):
+    """The stub roles that ran on host, in order: [(role, action), ...]."""
+    path = os.path.join(str(log_dir), host)
+    if not os.path.exists(path):
+        return []
+    with open(path) as handle:
+        return [tuple((line.split(" ", 1) + [""])[:2]) for line in handle.read().splitlines()]

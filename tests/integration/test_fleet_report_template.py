@@ -1,0 +1,75 @@
+"""The fleet report's Markdown (roles/fleet_report/templates/fleet-report.md.j2), rendered by
+Ansible's template lookup from reports that plugins/module_utils/fleet_report.py builds."""
+
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from ansible_run import ROOT  # noqa: E402
+
+sys.path.insert(0, os.path.join(ROOT, ".cache", "collections"))
+from ansible_collections.glm53.tensorfold.plugins.module_utils.fleet_report import build_report  # noqa: E402
+
+TEMPLATE = os.path.join(ROOT, "roles", "fleet_report", "templates", "fleet-report.md.j2")
+REVISION = "078455ffe6472f9a52fbc1139f58b9db2881b25c"
+TAG = "3f2a9c0d1e4b5a6978812345"
+
+
+def live_facts(host, port=8020, tag=TAG):
+    return {
+        "gpu_host_checks_result": {"status": "warn", "problems": [{
+            "code": "W_P2P", "severity": "warning", "host": host,
+            "message": "[W_P2P] %s: NVML reports no peer-to-peer between the cards." % host}]},
+        "tensorfold_image_ref": "glm53-tensorfold:" + tag, "tensorfold_image_tag": tag,
+        "weights_fetch_model_revision": REVISION,
+        "rank_container_result": {"status": "running", "endpoint": "http://127.0.0.1:%d" % port, "context": 262144,
+                                  "streams": 4, "log_dir": "/srv/glm53/logs/current", "warnings": []},
+        "smoke_test_result": {"status": "live", "endpoint": "http://%s:%d/v1" % (host, port), "reply": "Hello.",
+                              "problems": []},
+        "fleet_report_reached_end": True,
+    }
+
+
+def render(tmp_path, report):
+    """Render the template the way the role does (lookup('template')) and return the text."""
+    (tmp_path / "report.json").write_text(json.dumps({"fleet_report_result": report}))
+    out = tmp_path / "out.md"
+    playbook = tmp_path / "render.yml"
+    playbook.write_text(json.dumps([{"hosts": "localhost", "gather_facts": False, "tasks": [
+        {"ansible.builtin.copy": {"content": "{{ lookup('ansible.builtin.template', '%s') }}" % TEMPLATE,
+                                  "dest": str(out), "mode": "0644"}}]}]))
+    subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
+                    "-e", "@" + str(tmp_path / "report.json"), "-e", "ansible_python_interpreter=" + sys.executable,
+                    str(playbook)], check=True, capture_output=True, text=True,
+                   env=dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections")))
+    return out.read_text()
+
+
+def test_a_row_per_host_and_what_to_do_for_failed_ones(tmp_path):
+    report = build_report({
+        "gpu-a": live_facts("gpu-a"),
+        "gpu-c": {"step_failure": {"stage": "gpu_host_checks", "task": "x",
+                                   "message": "[E_GPU_MEMORY] gpu-c: GPU 0 has 10000 MiB free. Stop what holds the GPU's memory."}},
+    }, generated_at="2026-11-29T11:00:00Z")
+    text = render(tmp_path, report)
+    assert text.startswith("# GLM-5.3-Flash fleet report\n\nRun finished 2026-11-29T11:00:00Z. 2 hosts: 1 LIVE, 1 failed, 0 unreachable.\n")
+    assert "| gpu-a | LIVE | http://gpu-a:8020/v1 | 262144 | 4 | %s | %s | W_P2P |\n" % (TAG[:12], REVISION[:12]) in text
+    assert "| gpu-c | failed (E_GPU_MEMORY) | - | - | - | - | - | - |\n" in text
+    assert "\n## What to do\n\n- **gpu-c** (failed (E_GPU_MEMORY) in gpu_host_checks): [E_GPU_MEMORY] gpu-c: GPU 0 has 10000 MiB free." in text
+    assert "\n## Warnings\n\n- **gpu-a**: [W_P2P] gpu-a:" in text
+    assert "\n\n\n" not in text
+
+
+def test_cells_escape_pipes_and_short_hashes_only(tmp_path):
+    text = render(tmp_path, build_report({"h": live_facts("h", tag="a|b")}))
+    assert "| a\\|b |" in text
+
+
+def test_a_plan_says_nothing_changed_and_has_no_empty_sections(tmp_path):
+    text = render(tmp_path, build_report({"h": {"fleet_report_reached_end": True,
+                                                  "smoke_test_result": {"status": "planned"}}}, plan=True))
+    assert "Plan only (tensorfold_plan or --check): nothing was changed on any host." in text
+    assert "| h | planned (check mode) |" in text
+    assert "## What to do" not in text and "## Warnings" not in text

@@ -1,0 +1,153 @@
+"""site.yml's composition, run for real: which steps each mode runs, in which order, per host.
+
+The real site.yml, step guard, settings role and fleet report run against a copy of the
+collection whose host-touching roles are recording stubs (stub_collection.py), on local hosts.
+"""
+
+import json
+import os
+import re
+import sys
+import textwrap
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import stub_collection  # noqa: E402
+from ansible_run import run_playbook  # noqa: E402
+
+DEPLOY = ["tensorfold_image:validate", "gpu_host_checks", "nvidia_toolkit", "tensorfold_image", "weights_fetch",
+          "rank_container", "smoke_test"]
+
+
+@pytest.fixture(scope="module")
+def collection(tmp_path_factory):
+    return stub_collection.build(tmp_path_factory.mktemp("stub"))
+
+
+def site(collection, tmp_path, hosts=("gpu-a", "gpu-b"), host_vars=None, args=(), playbook="site"):
+    """Run glm53.tensorfold.<playbook> from the stub collection; return (rc, output, {host: [roles]})."""
+    logs = tmp_path / "logs"
+    logs.mkdir(exist_ok=True)
+    inventory = {"all": {"vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                                  "stub_log_dir": str(logs)},
+                         "hosts": dict((h, (host_vars or {}).get(h, {})) for h in hosts)}}
+    (tmp_path / "hosts.yml").write_text(json.dumps(inventory))
+    rc, output = run_playbook("glm53.tensorfold.%s" % playbook, tmp_path / "hosts.yml", cwd=tmp_path,
+                              extra_args=list(args), env={"ANSIBLE_COLLECTIONS_PATH": str(collection)})
+    return rc, output, dict((h, stub_collection.ran(logs, h)) for h in hosts)
+
+
+def roles(entries):
+    return [role for role, _ in entries]
+
+
+def test_a_deploy_runs_every_step_in_order_and_no_restart_or_stop(collection, tmp_path):
+    rc, output, ran = site(collection, tmp_path)
+    assert rc == 0, output
+    for host in ("gpu-a", "gpu-b"):
+        assert roles(ran[host]) == DEPLOY, output
+        assert ("rank_container", "start") in ran[host]
+
+
+@pytest.mark.parametrize("how", [["--tags", "restart"], ["-e", "tensorfold_action=restart"]])
+def test_restart_runs_only_the_ranks_and_the_smoke_test(collection, tmp_path, how):
+    rc, output, ran = site(collection, tmp_path, args=how)
+    assert rc == 0, output
+    for host in ("gpu-a", "gpu-b"):
+        assert ran[host][0] == ("rank_container", "restart") and roles(ran[host]) == ["rank_container", "smoke_test"], output
+
+
+def test_restart_yml_is_the_restart_action(collection, tmp_path):
+    rc, output, ran = site(collection, tmp_path, playbook="restart")
+    assert rc == 0, output
+    assert ran["gpu-a"][0] == ("rank_container", "restart") and roles(ran["gpu-a"]) == ["rank_container", "smoke_test"], output
+
+
+def test_restarts_go_one_host_at_a_time(collection, tmp_path):
+    rc, output, _ = site(collection, tmp_path, hosts=("gpu-a", "gpu-b", "gpu-c"), args=["--tags", "restart"])
+    assert rc == 0, output
+    # One batch per host: the restart play is printed once per batch.
+    assert output.count("PLAY [Rolling restart, a few hosts at a time]") == 3, output
+
+
+@pytest.mark.parametrize("how", [["--tags", "stop"], ["-e", "tensorfold_action=stop"]])
+def test_stop_runs_only_the_stop(collection, tmp_path, how):
+    rc, output, ran = site(collection, tmp_path, args=how)
+    assert rc == 0, output
+    assert ran["gpu-a"] == [("rank_container", "stop")], output
+
+
+def test_stop_yml_is_the_stop_action(collection, tmp_path):
+    rc, output, ran = site(collection, tmp_path, playbook="stop")
+    assert rc == 0, output
+    assert ran["gpu-a"] == [("rank_container", "stop")], output
+
+
+def test_the_plan_runs_the_read_only_checks_and_the_plan_only(collection, tmp_path):
+    rc, output, ran = site(collection, tmp_path, args=["-e", "tensorfold_plan=true"])
+    assert rc == 0, output
+    assert roles(ran["gpu-a"]) == ["tensorfold_image:validate", "gpu_host_checks", "fleet_plan"], output
+
+
+def test_check_mode_runs_every_deploy_step_and_the_plan(collection, tmp_path):
+    rc, output, ran = site(collection, tmp_path, args=["--check"])
+    assert rc == 0, output
+    expected = DEPLOY[:5] + ["fleet_plan"] + DEPLOY[5:]
+    assert roles(ran["gpu-a"]) == expected, output
+
+
+def test_a_tag_runs_its_step_only(collection, tmp_path):
+    rc, output, ran = site(collection, tmp_path, args=["--tags", "smoke"])
+    assert rc == 0, output
+    assert roles(ran["gpu-a"]) == ["smoke_test"], output
+
+
+def test_the_image_tag_validates_the_image_pins_first(collection, tmp_path):
+    rc, output, ran = site(collection, tmp_path, args=["--tags", "image"])
+    assert rc == 0, output
+    assert roles(ran["gpu-a"]) == ["tensorfold_image:validate", "tensorfold_image"], output
+
+
+def test_a_failed_host_leaves_the_run_and_the_others_go_on(collection, tmp_path):
+    host_vars = {"gpu-b": {"stub_fail": {"weights_fetch": "[E_HF_TOKEN] gpu-b: the Hub refused the token. Set it."}}}
+    rc, output, ran = site(collection, tmp_path, host_vars=host_vars)
+    assert rc != 0
+    assert roles(ran["gpu-a"]) == DEPLOY, output
+    assert roles(ran["gpu-b"]) == DEPLOY[:5], output
+    assert "gpu-b failed in weights_fetch: see its line in the fleet report" in output
+    report = json.loads((tmp_path / "reports" / "fleet-report.json").read_text())
+    lines = dict((line["host"], line) for line in report["hosts"])
+    assert lines["gpu-b"]["status"] == "failed" and lines["gpu-b"]["codes"] == ["E_HF_TOKEN"], lines
+
+
+def test_past_the_fail_percentage_the_run_takes_no_more_hosts(collection, tmp_path):
+    host_vars = {"gpu-a": {"stub_fail": {"gpu_host_checks": "[E_GPU_BUSY] gpu-a: GPU 1 is busy. Stop it."}},
+                 "gpu-b": {}, "gpu-c": {}}
+    rc, output, ran = site(collection, tmp_path, hosts=("gpu-a", "gpu-b", "gpu-c"), host_vars=host_vars,
+                           args=["-e", "tensorfold_max_fail_percentage=20"])
+    assert rc != 0
+    # The checks ran everywhere (one play); past 20% failed, nothing after them runs.
+    for host in ("gpu-b", "gpu-c"):
+        assert roles(ran[host]) == DEPLOY[:2], output
+    report = json.loads((tmp_path / "reports" / "fleet-report.json").read_text())
+    lines = dict((line["host"], line) for line in report["hosts"])
+    assert lines["gpu-b"]["todo"].startswith("The run stopped before nvidia_toolkit on this host: gpu-a failed")
+
+
+def test_settings_that_fail_pre_flight_leave_the_host_out_of_every_step(collection, tmp_path):
+    rc, output, ran = site(collection, tmp_path, host_vars={"gpu-b": {"tensorfold_parallel": 0}})
+    assert rc != 0
+    assert ran["gpu-b"] == [], output
+    assert roles(ran["gpu-a"]) == DEPLOY
+    assert re.search(r"gpu-b leaves\s+the\s+run:\s+pre-flight\s+failed", output), output
+    assert "gpu-b failed in pre-flight" in output
+
+
+def test_the_pre_flight_image_check_runs_only_when_the_image_step_does(collection, tmp_path):
+    for number, args in enumerate((["--tags", "weights"], ["--tags", "restart"], ["-e", "tensorfold_action=stop"])):
+        work = tmp_path / str(number)
+        work.mkdir()
+        rc, output, ran = site(collection, work, args=args)
+        assert rc == 0, output
+        assert "tensorfold_image:validate" not in roles(ran["gpu-a"]), (args, output)
