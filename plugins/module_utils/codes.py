@@ -40,6 +40,8 @@ CODES = {
     "E_START": ("error", "Read the rank log tails above."),
     "E_API": ("error", "Read the rank log tails above; raise tensorfold_wait_timeout for a slow first start."),
     "E_SMOKE": ("error", "Read the reply above and rank0.log."),
+    "E_WEDGED": ("error", "Restart the box (playbooks/heal.yml does it, drained at the gateway) and read rank0.log."),
+    "E_GATEWAY": ("error", "Read the gateway's message; run site.yml --tags gateway to set it up again."),
     "E_STOP": ("error", "Stop the container by hand (docker rm -f) and run again."),
     "W_STREAMS": ("warning", "Fewer streams came up than tensorfold_parallel asked; lower tensorfold_context or free memory."),
     "W_LICENSE": ("warning", "DFlash2 is non-commercial: for commercial use set tensorfold_drafter to mtp or none."),

@@ -12,6 +12,9 @@ Reads only the public facts the roles hand each other (docs/development.md), as 
     set on every host still in the run when the last host play ends.
 ``fleet_report_stopped``
     set on hosts the run stopped taking because too many hosts failed (max fail percentage).
+``gateway_state``
+    set on each box by the gateway role: ``{url, gateway, state, detail}``, the box's state at the
+    site gateway (up, down, draining, drained, held out...).
 
 A host with neither failed nowhere we saw and never reached the end: it was unreachable (Ansible
 drops unreachable hosts from later plays without a rescue). Pure functions: no Ansible imports.
@@ -37,6 +40,7 @@ FACTS = (
     "fleet_report_failure",
     "fleet_report_reached_end",
     "fleet_report_stopped",
+    "gateway_state",
 )
 
 STATUSES = ("live", "failed", "unreachable", "stopped", "planned", "skipped")
@@ -192,7 +196,8 @@ def host_line(host, facts, plan=False):
     else:
         todo = ""
 
-    return {
+    gateway = facts.get("gateway_state") or {}
+    line = {
         "host": host,
         "status": status,
         "label": LABELS[status] + (" (%s)" % ", ".join(codes) if codes else ""),
@@ -208,6 +213,10 @@ def host_line(host, facts, plan=False):
         "errors": [e["message"] for e in errors] if status == "failed" else [],
         "todo": todo,
     }
+    if isinstance(gateway, dict) and gateway.get("state"):
+        line["gateway"] = {"url": gateway.get("url") or "", "state": gateway["state"],
+                           "detail": gateway.get("detail") or ""}
+    return line
 
 
 def build_report(hostfacts, generated_at="", plan=False):
@@ -217,7 +226,27 @@ def build_report(hostfacts, generated_at="", plan=False):
     for line in lines:
         summary[line["status"]] += 1
     summary["hosts"] = len(lines)
-    return {"generated_at": generated_at, "plan": bool(plan), "summary": summary, "hosts": lines}
+    report = {"generated_at": generated_at, "plan": bool(plan), "summary": summary, "hosts": lines}
+    urls = sorted(set(line["gateway"]["url"] for line in lines if line.get("gateway") and line["gateway"]["url"]))
+    if urls:
+        report["gateways"] = urls
+    return report
+
+
+def gateway_lines(report):
+    """The report's lines about the site gateway: its URL and the boxes not up there."""
+    if not report.get("gateways"):
+        return []
+    boxes = [line for line in report["hosts"] if line.get("gateway")]
+    up = [line["host"] for line in boxes if line["gateway"]["state"] == "up"]
+    out = ["Gateway: %s (%d of %d box%s up)." % (", ".join(report["gateways"]), len(up), len(boxes),
+                                                 "" if len(boxes) == 1 else "es")]
+    for line in boxes:
+        if line["gateway"]["state"] != "up":
+            detail = line["gateway"]["detail"]
+            out.append("- **%s** at the gateway: %s%s" % (line["host"], line["gateway"]["state"],
+                                                           " (%s)" % detail if detail else ""))
+    return out
 
 
 def _cell(value):
@@ -250,8 +279,13 @@ def render_markdown(report):
     if report.get("plan"):
         out.append("")
         out.append("Plan only (tensorfold_plan or --check): nothing was changed on any host.")
-    out += ["", "| host | status | endpoint | context | streams | image tag | checkpoint | warnings |",
-            "|---|---|---|---|---|---|---|---|"]
+    gateway = gateway_lines(report)
+    if gateway:
+        out += [""] + gateway
+    columns = ["host", "status", "endpoint", "context", "streams", "image tag", "checkpoint", "warnings"]
+    if gateway:
+        columns.insert(3, "gateway")
+    out += ["", "| %s |" % " | ".join(columns), "|%s" % ("---|" * len(columns))]
     for line in report["hosts"]:
         warn_codes = []
         for text in line["warnings"]:
@@ -259,9 +293,11 @@ def render_markdown(report):
             code = match.group(1) if match else "warning"
             if code not in warn_codes:
                 warn_codes.append(code)
-        out.append("| %s |" % " | ".join(_cell(v) for v in (
-            line["host"], line["label"], line["endpoint"], line["context"], line["streams"],
-            _short(line["image_tag"]), _short(line["revision"]), ", ".join(warn_codes))))
+        cells = [line["host"], line["label"], line["endpoint"], line["context"], line["streams"],
+                 _short(line["image_tag"]), _short(line["revision"]), ", ".join(warn_codes)]
+        if gateway:
+            cells.insert(3, (line.get("gateway") or {}).get("state", ""))
+        out.append("| %s |" % " | ".join(_cell(v) for v in cells))
     todo = [line for line in report["hosts"] if line["todo"]]
     if todo:
         out += ["", "## What to do", ""]
