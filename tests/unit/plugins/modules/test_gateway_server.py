@@ -14,9 +14,6 @@ import time
 
 import pytest
 
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.glm53.tensorfold.plugins.modules import gateway_server
 
 HEADER = ("# pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,dreq,dresp,ereq,econ,eresp,wretr,wredis,status,"
@@ -69,10 +66,6 @@ class FakeHAProxy(threading.Thread):
             conn.close()
 
 
-class ModuleExit(Exception):
-    pass
-
-
 @pytest.fixture
 def haproxy(tmp_path):
     path = str(tmp_path / "admin.sock")
@@ -81,64 +74,53 @@ def haproxy(tmp_path):
     return fake
 
 
-def run(monkeypatch, fake, check_mode=False, **args):
-    args.setdefault("socket", fake.path)
-    args.setdefault("poll", 0.01)
-    if check_mode:
-        args["_ansible_check_mode"] = True
-    outcome = {}
-
-    def exit_json(self, **kwargs):
-        outcome.update(kwargs)
-        raise ModuleExit()
-
-    def fail_json(self, **kwargs):
-        outcome.update(kwargs, failed=True)
-        raise ModuleExit()
-
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
-    with patch_module_args(args), pytest.raises(ModuleExit):
-        gateway_server.main()
-    return outcome
+@pytest.fixture
+def run(run_module, haproxy):
+    def call(check_mode=False, **args):
+        args.setdefault("socket", haproxy.path)
+        args.setdefault("poll", 0.01)
+        if check_mode:
+            args["_ansible_check_mode"] = True
+        return run_module(gateway_server, **args)
+    return call
 
 
-def test_a_drain_waits_for_the_requests_in_flight_then_maintenance(monkeypatch, haproxy):
-    result = run(monkeypatch, haproxy, server="gpu-box-01", state="drained", drain_timeout=10)
+def test_a_drain_waits_for_the_requests_in_flight_then_maintenance(run, haproxy):
+    result = run(server="gpu-box-01", state="drained", drain_timeout=10)
     assert result["changed"] and not result.get("failed")
     assert result["drain"]["in_flight_at_start"] == 3 and not result["drain"]["timed_out"]
     assert haproxy.commands.index("set server engines/gpu-box-01 state drain") < \
         haproxy.commands.index("set server engines/gpu-box-01 state maint")
     assert haproxy.servers["gpu-box-01"] == dict(haproxy.servers["gpu-box-01"], status="MAINT", scur=0)
-    again = run(monkeypatch, haproxy, server="gpu-box-01", state="drained")
+    again = run(server="gpu-box-01", state="drained")
     assert again["changed"] is False
 
 
-def test_a_drain_that_runs_out_of_time_goes_on_and_says_how_many_are_cut(monkeypatch, haproxy):
+def test_a_drain_that_runs_out_of_time_goes_on_and_says_how_many_are_cut(run, haproxy):
     haproxy.finish_every = 60
-    result = run(monkeypatch, haproxy, server="gpu-box-01", state="drained", drain_timeout=0)
+    result = run(server="gpu-box-01", state="drained", drain_timeout=0)
     assert result["drain"]["timed_out"] and result["drain"]["left_in_flight"] >= 1
     assert "still in flight" in result["warnings"][0]
     assert haproxy.servers["gpu-box-01"]["status"] == "MAINT"
 
 
-def test_ready_puts_a_box_back_and_waits_for_up(monkeypatch, haproxy):
+def test_ready_puts_a_box_back_and_waits_for_up(run, haproxy):
     haproxy.servers["gpu-box-02"]["status"] = "MAINT"
-    result = run(monkeypatch, haproxy, server="gpu-box-02", state="ready", ready_timeout=5)
+    result = run(server="gpu-box-02", state="ready", ready_timeout=5)
     assert result["changed"] and haproxy.servers["gpu-box-02"]["status"] == "UP"
-    assert run(monkeypatch, haproxy, server="gpu-box-02", state="ready")["changed"] is False
+    assert run(server="gpu-box-02", state="ready")["changed"] is False
 
 
-def test_check_mode_sends_no_command(monkeypatch, haproxy):
-    result = run(monkeypatch, haproxy, check_mode=True, server="gpu-box-01", state="drained")
+def test_check_mode_sends_no_command(run, haproxy):
+    result = run(check_mode=True, server="gpu-box-01", state="drained")
     assert result["changed"] and not any(c.startswith("set ") for c in haproxy.commands)
 
 
-def test_unknown_boxes_and_a_missing_socket(monkeypatch, haproxy, tmp_path):
-    assert run(monkeypatch, haproxy, server="gpu-box-09", state="drained") == dict(
-        changed=False, known=False, servers=run(monkeypatch, haproxy)["servers"])
-    failed = run(monkeypatch, haproxy, server="gpu-box-09", state="ready")
+def test_unknown_boxes_and_a_missing_socket(run, haproxy, tmp_path):
+    assert run(server="gpu-box-09", state="drained") == dict(
+        changed=False, known=False, servers=run()["servers"])
+    failed = run(server="gpu-box-09", state="ready")
     assert failed["failed"] and failed["msg"].startswith("[E_GATEWAY] gpu-box-09:")
-    missing = run(monkeypatch, haproxy, socket=str(tmp_path / "none.sock"), state="query")
+    missing = run(socket=str(tmp_path / "none.sock"), state="query")
     assert missing["failed"] and "cannot read HAProxy's runtime API" in missing["msg"]
     assert os.path.exists(haproxy.path)
