@@ -236,6 +236,7 @@ def aiperf_result(proc, folder, timeout=600):
             summary = json.load(handle)
     except (OSError, ValueError):
         return {"rc": proc.returncode, "requests": 0, "errors": -1}
+
     def figure(name):
         return int((summary.get(name) or {}).get("avg") or 0)
     good = figure("request_count")
@@ -248,7 +249,7 @@ def aiperf_result(proc, folder, timeout=600):
 
 def main():
     # 1. the endpoint
-    status, _ = http(BASE + "/v1/models")
+    status = http(BASE + "/v1/models")[0]
     check("gateway refuses a request without the key (the engine's 401 passed through)", status == 401,
           "HTTP %s" % status)
     status, body = http(BASE + "/v1/models", key=KEY)
@@ -284,8 +285,8 @@ def main():
     check("the load lasted the whole rolling restart", load_still_running,
           "aiperf finished before the restart did: raise its request count")
     check("no failed request during the rolling restart", result["errors"] == 0 and result["requests"] == 1200,
-          "%d requests sent, %d failed, aiperf rc %s %s" % (result["requests"], result["errors"], result["rc"],
-                                                           result.get("error_summary") or ""))
+          "%d requests sent, %d failed, aiperf rc %s %s" % (
+              result["requests"], result["errors"], result["rc"], result.get("error_summary") or ""))
     check("every box restarted", all(before[b] != after[b] and after[b] for b in BOXES),
           "; ".join("%s %s -> %s" % (b, before[b], after[b]) for b in BOXES))
     for box in BOXES:
@@ -329,9 +330,9 @@ def main():
     heal = playbook("heal.yml")
     after = dict((box, started_at(box)) for box in BOXES)
     restarted = sorted(b for b in BOXES if before[b] != after[b])
+    said = " | ".join(line.strip() for line in heal.stdout.splitlines() if "heal: " in line)
     check("heal.yml restarts exactly the wedged box", heal.returncode == 0 and restarted == [wedged],
-          "rc %d, restarted %s; %s" % (heal.returncode, restarted,
-                                      " | ".join(l.strip() for l in heal.stdout.splitlines() if "heal" in l.lower())[-600:]))
+          "rc %d, restarted %s; %s" % (heal.returncode, restarted, said[-600:]))
     check("the healed box is back in rotation", wait_for(lambda: servers().get(wedged, ("",))[0] == "UP", 30),
           str(servers()))
 

@@ -244,8 +244,8 @@ def gateway_lines(report):
     for line in boxes:
         if line["gateway"]["state"] != "up":
             detail = line["gateway"]["detail"]
-            out.append("- **%s** at the gateway: %s%s" % (line["host"], line["gateway"]["state"],
-                                                           " (%s)" % detail if detail else ""))
+            detail = " (%s)" % detail if detail else ""
+            out.append("- **%s** at the gateway: %s%s" % (line["host"], line["gateway"]["state"], detail))
     return out
 
 

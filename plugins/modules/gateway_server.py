@@ -15,16 +15,16 @@ version_added: 0.2.0
 description:
   - Talks to HAProxy's runtime API over its admin socket on the gateway host (the
     C(stats socket ... level admin) line the gateway role writes).
-  - O(state=drained) takes one server out of rotation the way a rolling restart needs it: no new
+  - "O(state=drained) takes one server out of rotation the way a rolling restart needs it: no new
     request goes to it (C(set server B/S state drain)), the module waits until the requests in
     flight on it have finished, at most O(drain_timeout) seconds, then puts it in maintenance
     (C(state maint)), which also pauses its health checks. A drain that runs out of time does
-    not fail; it says how many requests were still in flight.
+    not fail; it says how many requests were still in flight."
   - O(state=ready) puts the server back (C(set server B/S state ready)) and waits until its health
     check (a real completion) passes, at most O(ready_timeout) seconds; it fails when it does not.
   - O(state=query) changes nothing; with O(wait_settled) it first waits until no server of the
     backend is between states (a check moving it, or its first check not done yet).
-  - Check mode: O(state=drained) and O(state=ready) report what they would change and send no command.
+  - "Check mode: O(state=drained) and O(state=ready) report what they would change and send no command."
 author:
   - glm53.tensorfold contributors (@glm53)
 options:

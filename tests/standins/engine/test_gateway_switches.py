@@ -71,6 +71,7 @@ def test_each_generation_request_is_logged_with_its_times_and_agent(engine):
     before = time.time()
     chat(engine["base"], 5, agent="glm53-gateway-check")
     chat(engine["base"], 5, agent="aiperf/0.13.0")
+
     def entries_now():
         return [json.loads(line) for line in (engine["tmp"] / "requests.jsonl").read_text().splitlines()]
     deadline = time.time() + 5  # the end line is written just after the reply's last byte

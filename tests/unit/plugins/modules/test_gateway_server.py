@@ -45,7 +45,7 @@ class FakeHAProxy(threading.Thread):
 
     def run(self):
         while True:
-            conn, _ = self.sock.accept()
+            conn = self.sock.accept()[0]
             command = conn.recv(4096).decode().strip()
             self.commands.append(command)
             answer = ""
@@ -56,7 +56,7 @@ class FakeHAProxy(threading.Thread):
                         server["next"] = time.time() + self.finish_every
                 answer = self.stat()
             elif command.startswith("set server engines/"):
-                name, _, state = command[len("set server engines/"):].partition(" state ")
+                name, state = command[len("set server engines/"):].split(" state ", 1)
                 if name not in self.servers:
                     answer = "No such server.\n"
                 else:
