@@ -325,7 +325,7 @@ def main():
         report = ""
     check("the fleet report names the wedged box down at the gateway",
           re.search(r"\*\*%s\*\* at the gateway: down" % wedged, report) is not None and "Gateway: http://" in report,
-          "rc %d; %s" % (report_run.returncode, " | ".join(l for l in report.splitlines() if "ateway" in l)))
+          "rc %d; %s" % (report_run.returncode, " | ".join(line for line in report.splitlines() if "ateway" in line)))
     before = dict((box, started_at(box)) for box in BOXES)
     heal = playbook("heal.yml")
     after = dict((box, started_at(box)) for box in BOXES)
