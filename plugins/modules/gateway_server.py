@@ -62,8 +62,10 @@ options:
     default: 0.5
 attributes:
   check_mode:
+    description: Says what it would change and sends no command that changes HAProxy.
     support: full
   diff_mode:
+    description: Returns no diff.
     support: none
 """
 
@@ -95,7 +97,7 @@ servers:
   elements: dict
   contains:
     server: {description: The server's name (the box's inventory name)., type: str}
-    status: {description: HAProxy's status text (UP, DOWN, MAINT, DRAIN, UP 1/2...)., type: str}
+    status: {description: "HAProxy's status text: UP, DOWN, MAINT, DRAIN, or UP 1/2 while a check moves it.", type: str}
     state: {description: "up, down, draining, drained, checking or unknown.", type: str}
     scur: {description: Requests in flight on it., type: int}
     check: {description: What its last health check saw., type: str}
