@@ -5,14 +5,15 @@ Arguments: the Molecule inventory, the checkout, the scenario's ephemeral folder
 
 1. The gateway answers with the API key and refuses without it (the engines check the key the
    clients send through it); a streamed reply comes through as SSE; /metrics serves Prometheus text.
-2. A bounded streaming load through the gateway with aiperf (a fixed number of requests at a fixed
+2. A box added to the inventory joins with one reload, and a reply streaming meanwhile finishes.
+3. A bounded streaming load through the gateway with aiperf (a fixed number of requests at a fixed
    concurrency) while ``site.yml --tags restart`` rolls over all three boxes: no failed request,
    every box restarted, and no box got a new request while it was drained (the engine stand-in's
    request log against the gateway's states, read every 0.1 s from its stats).
-3. A box wedged under load (/health fine, completions never finish) is out of rotation within two
+4. A box wedged under load (/health fine, completions never finish) is out of rotation within two
    check intervals; a load sent after that has no failed request and none reaches the wedged box;
    the fleet report (site.yml --tags gateway) names it; heal.yml restarts it, and only it.
-4. The API key canary is nowhere but its files: Ansible's output, the command lines of every
+5. The API key canary is nowhere but its files: Ansible's output, the command lines of every
    process on every box, the gateway and the controller, docker inspect, HAProxy's configuration
    and logs, aiperf's artifacts.
 """
@@ -267,7 +268,32 @@ def main():
     check("all three boxes up at the gateway", sorted(states) == sorted(BOXES)
           and all(s[0] == "UP" for s in states.values()), str(states))
 
-    # 2. a rolling restart under load
+    # 2. a box added to the inventory joins with one reload; a reply streaming meanwhile finishes
+    two = os.path.join(EPHEMERAL, "two-boxes.yml")
+    with open(two, "w") as handle:
+        handle.write("gateway_two:\n  hosts:\n    gateway-gpu-a:\n    gateway-gpu-b:\n")
+    fewer = playbook("site.yml", "-i", two, "--tags", "gateway", "-e", "gateway_fleet_group=gateway_two")
+    check("the gateway can serve from two boxes", fewer.returncode == 0 and sorted(servers()) == BOXES[:2],
+          str(sorted(servers())))
+    streamed = {}
+
+    def stream():
+        streamed["answer"] = http(BASE + "/v1/chat/completions", key=KEY, timeout=30, body={
+            "model": "GLM-5.3-Flash", "stream": True, "max_tokens": 80,
+            "messages": [{"role": "user", "content": "a long reply"}]})
+    thread = threading.Thread(target=stream)
+    thread.start()
+    time.sleep(1)
+    added = playbook("site.yml", "--tags", "gateway")
+    thread.join(40)
+    reloads = added.stdout.count("RUNNING HANDLER [glm53.tensorfold.gateway : Reload HAProxy]")
+    status, body = streamed.get("answer", (0, ""))
+    check("an added box joins with one reload", added.returncode == 0 and sorted(servers()) == BOXES and reloads == 1,
+          "rc %d, %d reload(s), servers %s" % (added.returncode, reloads, sorted(servers())))
+    check("a reply streaming through the reload finishes", status == 200 and body.rstrip().endswith("data: [DONE]"),
+          "HTTP %s, %d bytes" % (status, len(body)))
+
+    # 3. a rolling restart under load
     before = dict((box, started_at(box)) for box in BOXES)
     watcher = Watcher()
     watcher.start()
@@ -299,7 +325,7 @@ def main():
               "%d drained window(s) %s; %d request(s) started inside" % (
                   len(windows), ", ".join("%.1f s" % (e - s) for s, e in windows), len(leaks)))
 
-    # 3. a wedged box under load
+    # 4. a wedged box under load
     wedged = "gateway-gpu-b"
     load, folder = aiperf("wedge", requests=300, concurrency=8, timeout_s=15.0)
     time.sleep(4)
@@ -338,7 +364,7 @@ def main():
     check("the healed box is back in rotation", wait_for(lambda: servers().get(wedged, ("",))[0] == "UP", 30),
           str(servers()))
 
-    # 4. the canary
+    # 5. the canary
     places = {}
     with open(os.path.join(EPHEMERAL, "ansible-output.log")) as handle:
         places["Ansible's output"] = handle.read()
