@@ -198,7 +198,7 @@ class Streams(object):
                 self.failed.append("HTTP %s %s" % (status, body[:80]))
 
     def start(self):
-        self.threads = [threading.Thread(target=self.client, daemon=True) for _ in range(self.clients)]
+        self.threads = [threading.Thread(target=self.client, daemon=True) for client in range(self.clients)]
         for thread in self.threads:
             thread.start()
 
