@@ -158,14 +158,15 @@ class Watcher(threading.Thread):
             time.sleep(0.1)
 
     def drained_windows(self, name):
-        """[(from, to)]: from the first reading not UP to the next reading UP again."""
+        """[(from, to)]: from the first reading not UP to the next reading UP again ("UP 1/2",
+        HAProxy's status just after maintenance, already gets requests)."""
         windows, since = [], None
         for when, server, status in self.changes:
             if server != name:
                 continue
-            if status != "UP" and since is None:
+            if not status.startswith("UP") and since is None:
                 since = when
-            elif status == "UP" and since is not None:
+            elif status.startswith("UP") and since is not None:
                 windows.append((since, when))
                 since = None
         if since is not None:

@@ -114,17 +114,20 @@ def server_state(row):
         return "drained"
     if status.startswith("DRAIN") or status.startswith("NOLB"):
         return "draining"
-    if status == "UP" or status == "NO CHECK":
+    # "UP 1/2": serving, its health not yet full (just back from maintenance, or a check failed).
+    if status.startswith("UP") or status == "NO CHECK":
         return "up"
     if status == "DOWN":
         return "down"
-    if status.startswith("UP ") or status.startswith("DOWN "):
+    # "DOWN 1/2": not serving yet, checks passing on its way up.
+    if status.startswith("DOWN "):
         return "checking"
     return "unknown"
 
 
 def is_up(row):
-    return bool(row) and row["status"].upper() == "UP"
+    """The gateway sends the server requests (UP, or UP x/y while its health moves)."""
+    return bool(row) and row["status"].upper().startswith("UP")
 
 
 def drain_done(row):
@@ -138,7 +141,7 @@ def settled(rows, backend):
     for row in rows:
         if row["backend"] != backend:
             continue
-        if server_state(row) == "checking" or row["check_status"].upper().startswith("INI"):
+        if "/" in row["status"] or row["check_status"].upper().startswith("INI"):
             return False
     return True
 

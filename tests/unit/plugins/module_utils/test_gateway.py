@@ -66,7 +66,9 @@ def test_show_stat_is_read_per_server():
 
 def test_states_between_checks_and_drains():
     row = {"status": "UP 1/2", "scur": 0, "qcur": 0, "check_status": "L7OK"}
-    assert server_state(row) == "checking"
+    # HAProxy shows "UP 1/2" just after a server leaves maintenance: it already gets requests.
+    assert server_state(row) == "up" and is_up(row)
+    assert server_state(dict(row, status="DOWN 1/2")) == "checking" and not is_up(dict(row, status="DOWN 1/2"))
     assert server_state(dict(row, status="DRAIN")) == "draining"
     assert server_state(dict(row, status="MAINT (via engines/other)")) == "drained"
     assert server_state(None) == "unknown"
