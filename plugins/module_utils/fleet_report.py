@@ -13,6 +13,9 @@ and of the report play:
     set on every host still in the run when the last host play ends.
 ``step_stopped``
     set by the step guard on hosts the run stopped taking because too many hosts failed.
+``gateway_state``
+    set on each box by the gateway role: ``{url, gateway, state, detail}``, the box's state at the
+    site gateway (up, down, draining, drained, held out...).
 
 A host with neither failed nowhere we saw and never reached the end: it was unreachable (Ansible
 drops unreachable hosts from later plays without a rescue). Pure functions: no Ansible imports.
@@ -38,6 +41,7 @@ FACTS = (
     "step_failure",
     "fleet_report_reached_end",
     "step_stopped",
+    "gateway_state",
 )
 
 STATUSES = ("live", "failed", "unreachable", "stopped", "planned", "skipped")
@@ -193,7 +197,8 @@ def host_line(host, facts, plan=False):
     else:
         todo = ""
 
-    return {
+    gateway = facts.get("gateway_state") or {}
+    line = {
         "host": host,
         "status": status,
         "label": LABELS[status] + (" (%s)" % ", ".join(codes) if codes else ""),
@@ -209,6 +214,10 @@ def host_line(host, facts, plan=False):
         "errors": [e["message"] for e in errors] if status == "failed" else [],
         "todo": todo,
     }
+    if isinstance(gateway, dict) and gateway.get("state"):
+        line["gateway"] = {"url": gateway.get("url") or "", "state": gateway["state"],
+                           "detail": gateway.get("detail") or ""}
+    return line
 
 
 def build_report(hostfacts, generated_at="", plan=False):
@@ -222,7 +231,27 @@ def build_report(hostfacts, generated_at="", plan=False):
         line["warning_codes"] = _warning_codes(line["warnings"])
     report = {"generated_at": generated_at, "plan": bool(plan), "summary": summary, "hosts": lines}
     report["summary_text"] = summary_line(report)
+    urls = sorted(set(line["gateway"]["url"] for line in lines if line.get("gateway") and line["gateway"]["url"]))
+    if urls:
+        report["gateways"] = urls
+    report["gateway_lines"] = gateway_lines(report)
     return report
+
+
+def gateway_lines(report):
+    """The report's lines about the site gateway: its URL and the boxes not up there."""
+    if not report.get("gateways"):
+        return []
+    boxes = [line for line in report["hosts"] if line.get("gateway")]
+    up = [line["host"] for line in boxes if line["gateway"]["state"] == "up"]
+    out = ["Gateway: %s (%d of %d box%s up)." % (", ".join(report["gateways"]), len(up), len(boxes),
+                                                 "" if len(boxes) == 1 else "es")]
+    for line in boxes:
+        if line["gateway"]["state"] != "up":
+            detail = line["gateway"]["detail"]
+            detail = " (%s)" % detail if detail else ""
+            out.append("- **%s** at the gateway: %s%s" % (line["host"], line["gateway"]["state"], detail))
+    return out
 
 
 def _warning_codes(warnings):

@@ -70,6 +70,12 @@ def chat_reply(result):
     return content if isinstance(content, str) else ""
 
 
+def timed_out(result):
+    """True when a request got no HTTP answer because the client's timeout ran out."""
+    result = result or {}
+    return _status(result) <= 0 and "timed out" in str(result.get("msg") or "").lower()
+
+
 def served_ids(result):
     body = _body(result)
     if not isinstance(body, dict) or not isinstance(body.get("data"), list):
@@ -109,8 +115,13 @@ def verdict(results, host, endpoint, served_name, vision=False, api_key_set=Fals
 
     chat = results.get("chat")
     reply = chat_reply(chat)
-    check("chat", _status(chat) == 200 and reply.strip() != "", chat, "E_SMOKE",
-          "the chat request got no reply text")
+    if timed_out(chat):
+        check("chat", False, chat, "E_WEDGED",
+              "%s/health answers ok but the chat request got no reply before its timeout: the engine is wedged"
+              % endpoint)
+    else:
+        check("chat", _status(chat) == 200 and reply.strip() != "", chat, "E_SMOKE",
+              "the chat request got no reply text")
 
     if vision:
         image = results.get("vision")

@@ -31,6 +31,13 @@ that long after the ranks agree, which is how tests reproduce a rank dying. ``pa
 chooses how a numeric ``--parallel`` that does not fit is met with KV pages on (``refuse``, the
 contract; ``admit``, fewer streams). ``argv_dir`` records each rank's argv as ``rankN.argv.json``.
 
+Two test switches for the gateway (tests only, no engine interface): ``wedge_file`` names a file
+whose presence wedges the engine the way operators report real engines wedging: ``/health`` and
+``/v1/models`` keep answering while every generation request that arrives never finishes (no byte
+of a reply is sent); ``request_log`` names a JSON-lines file that gets one ``start`` line when a
+generation request arrives and one ``end`` line when its reply is done, each with the time, the
+request's id and its ``User-Agent``, so a test can prove which box received which request when.
+
 Standard library only (Python 3.11).
 """
 
@@ -72,6 +79,8 @@ DEFAULTS = {
     "paged_parallel": "refuse",
     # A folder to record each rank's argv in (rankN.argv.json), e.g. the run's /logs; "" = off.
     "argv_dir": "",
+    "wedge_file": "",              # while this file exists, generation requests never finish
+    "request_log": "",             # JSON lines: each generation request's start and end
 }
 
 MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -396,6 +405,30 @@ def reply_words(messages, max_tokens):
     return words[:max(1, int(max_tokens))]
 
 
+def wedged(config):
+    """True while the wedge switch (a file named by ``wedge_file``) is on."""
+    return bool(config.get("wedge_file")) and os.path.exists(config["wedge_file"])
+
+
+def hang_while_wedged(config):
+    """A wedged engine accepts a request and never answers it: hold it while the switch is on."""
+    while wedged(config):
+        time.sleep(0.2)
+
+
+def log_request(state, event, ident, **fields):
+    """Append one line to the request log (``request_log``), if one is set."""
+    path = state.config.get("request_log")
+    if not path:
+        return
+    entry = {"event": event, "id": ident, "t": round(time.time(), 3)}
+    entry.update(fields)
+    line = json.dumps(entry, separators=(",", ":")) + "\n"
+    with state.lock:
+        with open(path, "a") as handle:
+            handle.write(line)
+
+
 def make_handler(state):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -494,7 +527,11 @@ def make_handler(state):
             with state.lock:
                 state.connections += 1
                 state.requests += 1
+                ident = state.requests
+            log_request(state, "start", ident, path=path, stream=bool(body.get("stream")),
+                        agent=self.headers.get("User-Agent", ""))
             try:
+                hang_while_wedged(state.config)
                 if body.get("stream") and path == "/v1/chat/completions":
                     self._stream(body, words, prompt_tokens)
                 else:
@@ -503,6 +540,7 @@ def make_handler(state):
                 with state.lock:
                     state.connections -= 1
                     state.tokens += len(words)
+                log_request(state, "end", ident)
             return None
 
         def _pause(self):

@@ -1,0 +1,163 @@
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+"""The site gateway (HAProxy in front of the fleet): pure decisions, no I/O.
+
+* which boxes the gateway serves from (``backend_plan``): the boxes of the inventory that came
+  through this run, held out with the reason when they failed or never went LIVE;
+* HAProxy's ``show stat`` CSV read into one dict per server (``parse_show_stat``) and its status
+  text read as the state the fleet report prints (``server_state``);
+* whether a drain has finished and whether a server is back (``drain_done``, ``is_up``).
+
+The runtime API's words (``set server B/S state drain|maint|ready``, ``show stat``) are HAProxy's
+own (its management guide); the module ``gateway_server`` sends them over the admin socket.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import csv
+import re
+
+_NAME = re.compile(r"[^A-Za-z0-9_.:-]")
+
+# What the fleet report prints for each state of a server at the gateway.
+STATES = ("up", "down", "draining", "drained", "checking", "held out", "unknown")
+
+
+def server_name(host):
+    """HAProxy's name for a box's server line: the inventory name, with characters HAProxy does
+    not allow in a name replaced by '_'."""
+    return _NAME.sub("_", str(host))
+
+
+def backend_plan(boxes):
+    """Split the fleet's boxes into the servers the gateway forwards to and those held out.
+
+    ``boxes``: one dict per box of the inventory, ``{host, address, port, failure_stage,
+    smoke_status, in_run}``. ``failure_stage`` is set when the box failed a step this run;
+    ``smoke_status`` is the smoke test's verdict this run (``live``, ``failed``, ``planned``) or
+    empty when the smoke test did not run for it (``--tags gateway``, ``--limit``), in which case
+    the box stays and the gateway's active check (a real completion) judges it.
+
+    Returns ``{"servers": [{host, name, address, port}], "held_out": [{host, name, reason}]}``,
+    both sorted by host.
+    """
+    servers, held = [], []
+    for box in sorted(boxes, key=lambda b: str(b.get("host"))):
+        host = str(box.get("host"))
+        name = server_name(host)
+        stage = box.get("failure_stage")
+        smoke = box.get("smoke_status") or ""
+        if stage:
+            held.append({"host": host, "name": name, "reason": "failed in %s this run" % stage})
+        elif smoke and smoke != "live" and smoke != "planned":
+            held.append({"host": host, "name": name, "reason": "not LIVE (smoke test: %s)" % smoke})
+        elif not box.get("address"):
+            held.append({"host": host, "name": name, "reason": "no address known"})
+        else:
+            servers.append({"host": host, "name": name, "address": str(box["address"]),
+                            "port": int(box.get("port") or 8020)})
+    return {"servers": servers, "held_out": held}
+
+
+def parse_show_stat(text):
+    """HAProxy's ``show stat`` CSV as a list of dicts (servers only, not FRONTEND/BACKEND rows):
+    ``{backend, server, status, scur, qcur, check_status, check_code, check_desc, last_change}``."""
+    text = (text or "").lstrip()
+    if text.startswith("#"):
+        text = text[1:].lstrip()
+    rows = []
+    for row in csv.DictReader(text.splitlines()):
+        server = row.get("svname") or ""
+        if not server or server in ("FRONTEND", "BACKEND"):
+            continue
+        rows.append({
+            "backend": row.get("pxname") or "",
+            "server": server,
+            "status": (row.get("status") or "").strip(),
+            "scur": _int(row.get("scur")),
+            "qcur": _int(row.get("qcur")),
+            "check_status": (row.get("check_status") or "").strip(),
+            "check_code": (row.get("check_code") or "").strip(),
+            "check_desc": (row.get("check_desc") or "").strip(),
+            "last_change": _int(row.get("lastchg")),
+        })
+    return rows
+
+
+def _int(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def find(rows, backend, server):
+    for row in rows:
+        if row["backend"] == backend and row["server"] == server:
+            return row
+    return None
+
+
+def server_state(row):
+    """The state the report prints for one server row (or ``unknown`` for none).
+
+    HAProxy's status reads ``UP``, ``DOWN``, ``MAINT`` (also ``MAINT (via ...)``), ``DRAIN``,
+    ``NOLB``, or ``UP 1/2`` / ``DOWN 1/2`` while a check is moving it; ``no check`` without checks.
+    """
+    if not row:
+        return "unknown"
+    status = row["status"].upper()
+    if status.startswith("MAINT"):
+        return "drained"
+    if status.startswith("DRAIN") or status.startswith("NOLB"):
+        return "draining"
+    # "UP 1/2": serving, its health not yet full (just back from maintenance, or a check failed).
+    if status.startswith("UP") or status == "NO CHECK":
+        return "up"
+    if status == "DOWN":
+        return "down"
+    # "DOWN 1/2": not serving yet, checks passing on its way up.
+    if status.startswith("DOWN "):
+        return "checking"
+    return "unknown"
+
+
+def is_up(row):
+    """The gateway sends the server requests (UP, or UP x/y while its health moves)."""
+    return bool(row) and row["status"].upper().startswith("UP")
+
+
+def drain_done(row):
+    """A drained server has no request in flight left (and none queued for it)."""
+    return bool(row) and row["scur"] == 0 and row["qcur"] == 0
+
+
+def settled(rows, backend):
+    """True when no server of the backend is between states (a check moving it, or its first
+    check not yet done)."""
+    for row in rows:
+        if row["backend"] != backend:
+            continue
+        if "/" in row["status"] or row["check_status"].upper().startswith("INI"):
+            return False
+    return True
+
+
+def check_summary(row):
+    """What the gateway's last check of a server saw, for messages."""
+    if not row:
+        return "not in the gateway's configuration"
+    parts = [row["status"]]
+    if row["check_status"]:
+        seen = row["check_status"]
+        if row["check_code"]:
+            seen += " %s" % row["check_code"]
+        if row["check_desc"]:
+            seen += " (%s)" % row["check_desc"]
+        parts.append("last check %s" % seen)
+    if row["scur"]:
+        parts.append("%d request%s in flight" % (row["scur"], "" if row["scur"] == 1 else "s"))
+    return ", ".join(parts)

@@ -1,0 +1,259 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: gateway_server
+short_description: Drain a box at the site gateway, put it back, or read every box's state there
+version_added: 0.2.0
+description:
+  - Talks to HAProxy's runtime API over its admin socket on the gateway host (the
+    C(stats socket ... level admin) line the gateway role writes).
+  - "O(state=drained) takes one server out of rotation the way a rolling restart needs it: no new
+    request goes to it (C(set server B/S state drain)), the module waits until the requests in
+    flight on it have finished, at most O(drain_timeout) seconds, then puts it in maintenance
+    (C(state maint)), which also pauses its health checks. A drain that runs out of time does
+    not fail; it says how many requests were still in flight."
+  - O(state=ready) puts the server back (C(set server B/S state ready)) and waits until its health
+    check (a real completion) passes, at most O(ready_timeout) seconds; it fails when it does not.
+  - O(state=query) changes nothing; with O(wait_settled) it first waits until no server of the
+    backend is between states (a check moving it, or its first check not done yet).
+  - "Check mode: O(state=drained) and O(state=ready) report what they would change and send no command."
+author:
+  - glm53.tensorfold contributors (@glm53)
+options:
+  socket:
+    description: HAProxy's admin socket.
+    type: path
+    default: /run/haproxy/admin.sock
+  backend:
+    description: The backend holding the fleet's servers.
+    type: str
+    default: engines
+  server:
+    description: The server (box) to drain or put back; required unless O(state=query).
+    type: str
+  state:
+    description: What to do.
+    type: str
+    choices: [drained, ready, query]
+    default: query
+  drain_timeout:
+    description: Seconds to wait for the requests in flight to finish before maintenance.
+    type: int
+    default: 900
+  ready_timeout:
+    description: Seconds to wait for the server's health check to pass after it is put back.
+    type: int
+    default: 60
+  wait_settled:
+    description: With O(state=query), wait (at most O(ready_timeout) seconds) until every server's first check is done.
+    type: bool
+    default: false
+  poll:
+    description: Seconds between two reads of the server's state while waiting.
+    type: float
+    default: 0.5
+attributes:
+  check_mode:
+    description: Says what it would change and sends no command that changes HAProxy.
+    support: full
+  diff_mode:
+    description: Returns no diff.
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Drain gpu-box-01 at the gateway, waiting up to 15 minutes for its requests
+  glm53.tensorfold.gateway_server:
+    server: gpu-box-01
+    state: drained
+    drain_timeout: 900
+  delegate_to: gateway-01
+
+- name: Put it back once its completion passes the gateway's check
+  glm53.tensorfold.gateway_server:
+    server: gpu-box-01
+    state: ready
+  delegate_to: gateway-01
+
+- name: Read every box's state at the gateway
+  glm53.tensorfold.gateway_server:
+    state: query
+  register: gateway_servers
+"""
+
+RETURN = r"""
+servers:
+  description: Every server of the backend after the action, as HAProxy reports it.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    server: {description: The server's name (the box's inventory name)., type: str}
+    status: {description: "HAProxy's status text: UP, DOWN, MAINT, DRAIN, or UP 1/2 while a check moves it.", type: str}
+    state: {description: "up, down, draining, drained, checking or unknown.", type: str}
+    scur: {description: Requests in flight on it., type: int}
+    check: {description: What its last health check saw., type: str}
+drain:
+  description: With O(state=drained), how the drain went.
+  returned: when state is drained and something was done
+  type: dict
+  contains:
+    in_flight_at_start: {description: Requests in flight when the drain began., type: int}
+    waited_s: {description: Seconds waited for them., type: float}
+    timed_out: {description: Whether O(drain_timeout) ran out with requests still in flight., type: bool}
+    left_in_flight: {description: Requests still in flight when maintenance began., type: int}
+"""
+
+import socket
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils.gateway import (
+    check_summary, drain_done, find, is_up, parse_show_stat, server_state, settled)
+
+
+class RuntimeApi(object):
+    """HAProxy's runtime API: one command per connection (non-interactive mode)."""
+
+    def __init__(self, path, timeout=10.0):
+        self.path = path
+        self.timeout = timeout
+
+    def send(self, command):
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.settimeout(self.timeout)
+        try:
+            conn.connect(self.path)
+            conn.sendall((command + "\n").encode())
+            chunks = []
+            while True:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        finally:
+            conn.close()
+        return b"".join(chunks).decode(errors="replace")
+
+    def rows(self):
+        return parse_show_stat(self.send("show stat"))
+
+
+def public(rows, backend):
+    return [{"server": r["server"], "status": r["status"], "state": server_state(r), "scur": r["scur"],
+             "check": check_summary(r)} for r in rows if r["backend"] == backend]
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            socket=dict(type="path", default="/run/haproxy/admin.sock"),
+            backend=dict(type="str", default="engines"),
+            server=dict(type="str"),
+            state=dict(type="str", choices=["drained", "ready", "query"], default="query"),
+            drain_timeout=dict(type="int", default=900),
+            ready_timeout=dict(type="int", default=60),
+            wait_settled=dict(type="bool", default=False),
+            poll=dict(type="float", default=0.5),
+        ),
+        required_if=[("state", "drained", ["server"]), ("state", "ready", ["server"])],
+        supports_check_mode=True,
+    )
+    params = module.params
+    api = RuntimeApi(params["socket"])
+    backend, server = params["backend"], params["server"]
+
+    def read():
+        try:
+            return api.rows()
+        except (OSError, socket.error) as err:
+            module.fail_json(msg="[E_GATEWAY] %s: cannot read HAProxy's runtime API at %s: %s. "
+                                 "Run site.yml --tags gateway to set the gateway up, then run again."
+                             % (module.params.get("server") or "gateway", params["socket"], err))
+
+    def command(text):
+        answer = api.send(text).strip()
+        if answer:  # set server ... answers nothing when it worked
+            module.fail_json(msg="[E_GATEWAY] %s: HAProxy refused '%s': %s. Check that the box is in the "
+                                 "gateway's configuration (site.yml --tags gateway)." % (server, text, answer))
+
+    rows = read()
+    if params["state"] == "query":
+        if params["wait_settled"] and not module.check_mode:
+            deadline = time.time() + params["ready_timeout"]
+            while not settled(rows, backend) and time.time() < deadline:
+                time.sleep(params["poll"])
+                rows = read()
+        module.exit_json(changed=False, servers=public(rows, backend))
+
+    row = find(rows, backend, server)
+    if row is None and params["state"] == "drained":
+        # A box the gateway does not forward to (held out) has nothing to drain.
+        module.exit_json(changed=False, known=False, servers=public(rows, backend))
+    if row is None and params["state"] == "ready":
+        # A box held out when the gateway was last configured (it failed, or never went LIVE):
+        # restarting it must not stop a rolling restart; the next gateway run adds it.
+        module.warn("[W_GATEWAY] %s: the gateway has no server %s in backend %s (held out when it was last "
+                    "configured). Run site.yml --tags gateway to add it." % (server, server, backend))
+        module.exit_json(changed=False, known=False, servers=public(rows, backend))
+    if row is None:
+        module.fail_json(msg="[E_GATEWAY] %s: the gateway has no server %s in backend %s. Run site.yml "
+                             "--tags gateway so the gateway knows this box." % (server, server, backend),
+                         servers=public(rows, backend))
+    name = "%s/%s" % (backend, server)
+
+    if params["state"] == "drained":
+        if server_state(row) == "drained":
+            module.exit_json(changed=False, servers=public(rows, backend))
+        if module.check_mode:
+            module.exit_json(changed=True, servers=public(rows, backend))
+        command("set server %s state drain" % name)
+        started = time.time()
+        in_flight = row["scur"]
+        row = find(read(), backend, server)
+        while not drain_done(row) and time.time() - started < params["drain_timeout"]:
+            time.sleep(params["poll"])
+            row = find(read(), backend, server)
+        left = row["scur"] if row else 0
+        command("set server %s state maint" % name)
+        drain = {"in_flight_at_start": in_flight, "waited_s": round(time.time() - started, 1),
+                 "timed_out": left > 0, "left_in_flight": left}
+        warnings = []
+        if left:
+            warnings.append("%s: %d request%s still in flight after %d s of draining; the restart cuts them "
+                            "(raise gateway_drain_timeout to wait longer)."
+                            % (server, left, "" if left == 1 else "s", params["drain_timeout"]))
+        module.exit_json(changed=True, drain=drain, servers=public(read(), backend), warnings=warnings)
+
+    # ready
+    if is_up(row) and server_state(row) == "up":
+        module.exit_json(changed=False, servers=public(rows, backend))
+    if module.check_mode:
+        module.exit_json(changed=True, servers=public(rows, backend))
+    command("set server %s state ready" % name)
+    deadline = time.time() + params["ready_timeout"]
+    row = find(read(), backend, server)
+    while not is_up(row) and time.time() < deadline:
+        time.sleep(params["poll"])
+        row = find(read(), backend, server)
+    rows = read()
+    if not is_up(find(rows, backend, server)):
+        module.fail_json(msg="[E_GATEWAY] %s: back in rotation but the gateway's check did not pass within %d s "
+                             "(%s). The box answers its smoke test but not the gateway's completion: check that the "
+                             "gateway reaches it on its port and that gateway_check_timeout is long enough."
+                         % (server, params["ready_timeout"], check_summary(find(rows, backend, server))),
+                         servers=public(rows, backend))
+    module.exit_json(changed=True, servers=public(rows, backend))
+
+
+if __name__ == "__main__":
+    main()

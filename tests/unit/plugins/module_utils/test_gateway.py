@@ -1,0 +1,78 @@
+# -*- coding: utf-8 -*-
+"""The gateway's decisions: which boxes it serves from, HAProxy's stats read as box states."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils.gateway import (
+    backend_plan, check_summary, drain_done, find, is_up, parse_show_stat, server_name, server_state, settled)
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+
+
+def show_stat():
+    # `show stat` of HAProxy 2.6.12 (Debian 12) over three engine stand-ins: one up, one down after
+    # its completion check timed out (the stand-in wedged), one put in maintenance (drained).
+    with open(os.path.join(FIXTURES, "haproxy-2.6-show-stat.csv")) as handle:
+        return handle.read()
+
+
+def box(host, **facts):
+    entry = {"host": host, "address": host + ".example", "port": 8020}
+    entry.update(facts)
+    return entry
+
+
+def test_boxes_that_came_through_are_servers_and_the_others_are_held_out_with_why():
+    plan = backend_plan([
+        box("gpu-box-03", smoke_status="live"),
+        box("gpu-box-01", smoke_status="live"),
+        box("gpu-box-02", failure_stage="gpu_host_checks"),
+        box("gpu-box-04", smoke_status="failed"),
+        box("gpu-box-05"),  # not smoke-tested this run (--tags gateway): the check judges it
+    ])
+    assert [s["host"] for s in plan["servers"]] == ["gpu-box-01", "gpu-box-03", "gpu-box-05"]
+    assert plan["servers"][0] == {"host": "gpu-box-01", "name": "gpu-box-01", "address": "gpu-box-01.example",
+                                  "port": 8020}
+    assert plan["held_out"] == [
+        {"host": "gpu-box-02", "name": "gpu-box-02", "reason": "failed in gpu_host_checks this run"},
+        {"host": "gpu-box-04", "name": "gpu-box-04", "reason": "not LIVE (smoke test: failed)"},
+    ]
+
+
+def test_a_failure_this_run_holds_a_box_out_even_after_an_earlier_live():
+    plan = backend_plan([box("a", smoke_status="live", failure_stage="restart")])
+    assert plan["servers"] == [] and plan["held_out"][0]["reason"] == "failed in restart this run"
+
+
+def test_server_names_keep_what_haproxy_allows():
+    assert server_name("gpu-box-01.dc1:2") == "gpu-box-01.dc1:2"
+    assert server_name("box one/α") == "box_one__"
+
+
+def test_show_stat_is_read_per_server():
+    rows = parse_show_stat(show_stat())
+    assert sorted(r["server"] for r in rows) == ["gpu-box-01", "gpu-box-02", "gpu-box-03"]
+    up, wedged, drained = (find(rows, "engines", "gpu-box-0%d" % n) for n in (1, 2, 3))
+    assert server_state(up) == "up" and is_up(up)
+    assert server_state(wedged) == "down" and not is_up(wedged)
+    assert server_state(drained) == "drained"
+    assert "L7TOUT" in check_summary(wedged)
+    assert find(rows, "engines", "gpu-box-09") is None
+    assert check_summary(None) == "not in the gateway's configuration"
+
+
+def test_states_between_checks_and_drains():
+    row = {"status": "UP 1/2", "scur": 0, "qcur": 0, "check_status": "L7OK"}
+    # HAProxy shows "UP 1/2" just after a server leaves maintenance: it already gets requests.
+    assert server_state(row) == "up" and is_up(row)
+    assert server_state(dict(row, status="DOWN 1/2")) == "checking" and not is_up(dict(row, status="DOWN 1/2"))
+    assert server_state(dict(row, status="DRAIN")) == "draining"
+    assert server_state(dict(row, status="MAINT (via engines/other)")) == "drained"
+    assert server_state(None) == "unknown"
+    assert drain_done(dict(row, scur=0, qcur=0)) and not drain_done(dict(row, scur=1))
+    assert not settled([dict(row, backend="engines")], "engines")
+    assert settled([dict(row, backend="engines", status="UP")], "engines")
+    assert not settled([dict(row, backend="engines", status="UP", check_status="INI")], "engines")

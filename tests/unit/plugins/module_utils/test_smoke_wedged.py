@@ -1,0 +1,34 @@
+# -*- coding: utf-8 -*-
+"""The smoke verdict names a wedged engine: /health ok, the chat request times out."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke import timed_out, verdict
+
+URL = "http://127.0.0.1:8020"
+HEALTH = {"status": 200, "json": {"status": "ok"}}
+MODELS = {"status": 200, "json": {"object": "list", "data": [{"id": "GLM-5.3-Flash", "object": "model"}]}}
+# What ansible.builtin.uri registers when its timeout runs out before any byte of the reply.
+TIMED_OUT = {"status": -1, "msg": "Status code was -1 and not [200]: Request failed: The read operation timed out"}
+REFUSED = {"status": -1, "msg": "Status code was -1 and not [200]: Request failed: <urlopen error [Errno 111] Connection refused>"}
+
+
+def test_a_timed_out_completion_with_health_ok_is_wedged():
+    result = verdict({"health": HEALTH, "models": MODELS, "chat": TIMED_OUT}, "gpu-box-02", URL, "GLM-5.3-Flash")
+    assert result["status"] == "failed"
+    [problem] = result["problems"]
+    assert problem["code"] == "E_WEDGED"
+    assert problem["message"].startswith("[E_WEDGED] gpu-box-02: %s/health answers ok" % URL)
+    assert "timed out" in problem["message"]
+
+
+def test_a_refused_completion_is_not_called_wedged():
+    result = verdict({"health": HEALTH, "models": MODELS, "chat": REFUSED}, "gpu-box-02", URL, "GLM-5.3-Flash")
+    assert [p["code"] for p in result["problems"]] == ["E_SMOKE"]
+
+
+def test_timed_out_needs_no_http_answer():
+    assert timed_out(TIMED_OUT)
+    assert not timed_out({"status": 504, "msg": "timed out"})
+    assert not timed_out(None)
