@@ -2,7 +2,7 @@
 # The whole test suite, as CI runs it: lint, sanity, unit tests, pytest, every Molecule scenario.
 # Sets itself up first (scripts/bootstrap.sh). Prints each stage's result and wall time, and a
 # closing "N passed, N failed" line. Exit status 0 only when every stage passed.
-#   usage: scripts/test.sh [STAGE...]   (stages: lint sanity units pytest molecule;
+#   usage: scripts/test.sh [STAGE...]   (stages: lint sanity units promtool pytest molecule;
 #                                        molecule:NAME runs one scenario)
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -53,8 +53,12 @@ run_units() {
      ansible-test units --local --python "$(python -c 'import sys;print("%d.%d"%sys.version_info[:2])')")
 }
 run_pytest() {
-  if ls tests/python/test_*.py >/dev/null 2>&1; then python -m pytest -q tests/python; else echo "no pytest tests"; fi
+  local where=() d
+  for d in tests/python tests/integration tests/standins; do [ -d "$d" ] && where+=("$d"); done
+  if [ ${#where[@]} -gt 0 ]; then python -m pytest -q "${where[@]}"; else echo "no pytest tests"; fi
 }
+# Prometheus' config, rules and the alerts' unit tests, with Debian's promtool (no Docker).
+run_promtool() { bash tests/monitoring/promtool.sh; }
 run_molecule() {  # run_molecule NAME
   molecule test -s "$1"; local rc=$?
   # The boxes' /var/lib/docker volumes are named glm53-molecule-SCENARIO-HOST.
@@ -63,13 +67,14 @@ run_molecule() {  # run_molecule NAME
 }
 scenarios() { for f in molecule/*/molecule.yml; do [ -e "$f" ] && basename "$(dirname "$f")"; done; }
 
-want=("$@"); [ ${#want[@]} -gt 0 ] || want=(lint sanity units pytest molecule)
+want=("$@"); [ ${#want[@]} -gt 0 ] || want=(lint sanity units promtool pytest molecule)
 for w in "${want[@]}"; do
   case "$w" in
     lint) stage "ansible-lint (production profile)" run_lint ;;
     sanity) stage "ansible-test sanity" run_sanity ;;
     units) stage "ansible-test units" run_units ;;
-    pytest) stage "pytest tests/python" run_pytest ;;
+    promtool) stage "promtool (config, rules, alert tests)" run_promtool ;;
+    pytest) stage "pytest tests/python tests/integration tests/standins" run_pytest ;;
     molecule) for s in $(scenarios); do stage "molecule $s" run_molecule "$s"; done ;;
     molecule:*) stage "molecule ${w#molecule:}" run_molecule "${w#molecule:}" ;;
     *) echo "unknown stage $w" >&2; exit 2 ;;

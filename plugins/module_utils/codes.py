@@ -42,6 +42,7 @@ CODES = {
     "E_SMOKE": ("error", "Read the reply above and rank0.log."),
     "E_STOP": ("error", "Stop the container by hand (docker rm -f) and run again."),
     "W_STREAMS": ("warning", "Fewer streams came up than tensorfold_parallel asked; lower tensorfold_context or free memory."),
+    "W_SLOW": ("warning", "Compare the box with the others: its host checks' warnings, power limits, driver and peer-to-peer."),
     "W_LICENSE": ("warning", "DFlash2 is non-commercial: for commercial use set tensorfold_drafter to mtp or none."),
 }
 
