@@ -49,7 +49,7 @@ LINES = [(13, 71, 161), (191, 54, 12), (27, 94, 32)]
 class Canvas(object):
     def __init__(self, width, height):
         self.width, self.height = width, height
-        self.rows = [[WHITE] * width for _ in range(height)]
+        self.rows = [[WHITE] * width for unused in range(height)]
 
     def rect(self, x0, y0, x1, y1, colour):
         for y in range(max(0, int(y0)), min(self.height, int(y1))):
@@ -106,13 +106,13 @@ def _panel(canvas, top, height, title, hosts, series, recipe, unit, slow=()):
         canvas.text(left - 8 - Canvas.text_width(label), y - 7, label, GREY)
     canvas.text(8, plot_top - 30, unit, GREY)
     group = (right - left) / max(1, len(hosts))
-    bar = min(40, (group * 0.7) / max(1, len(series)))
+    bar_width = min(40, (group * 0.7) / max(1, len(series)))
     for index, host in enumerate(hosts):
-        x = left + index * group + (group - bar * len(series)) / 2
+        x = left + index * group + (group - bar_width * len(series)) / 2
         for number, (_label, data) in enumerate(series):
             value = data.get(host)
             if value:
-                canvas.rect(x + number * bar + 1, plot_bottom - value * scale, x + (number + 1) * bar - 1,
+                canvas.rect(x + number * bar_width + 1, plot_bottom - value * scale, x + (number + 1) * bar_width - 1,
                             plot_bottom, COLOURS[number % len(COLOURS)])
         name = str(host)
         if Canvas.text_width(name) > group - 4:

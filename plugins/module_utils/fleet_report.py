@@ -238,7 +238,7 @@ def add_bench(lines, hostfacts, slow_ratio=0.85):
                          "exports": result.get("exports") or {},
                          "ratio": rank.get("ratio"), "slow": bool(rank.get("slow"))}
         if rank.get("slow"):
-            seen = [c for c in line["codes"]] + [_CODE.search(w).group(1) for w in line["warnings"] if _CODE.search(w)]
+            seen = list(line["codes"]) + [_CODE.search(w).group(1) for w in line["warnings"] if _CODE.search(w)]
             causes = fleet_bench.likely_causes(seen, _driver(hostfacts.get(line["host"])), drivers)
             line["bench"]["causes"] = causes
             what = ("decode with one stream measured %.1f tok/s, %.2f of the fleet's median %.1f (threshold %.2f); "

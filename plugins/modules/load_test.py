@@ -105,7 +105,7 @@ KEY_ENV = "GLM53_BENCH_API_KEY"
 # own venv's Python with this launcher, which adds the key from the environment to its argv inside
 # the process: the process's command line (/proc/PID/cmdline) never holds it.
 LAUNCHER = ("import os, sys; from aiperf.cli import app; sys.argv = ['aiperf'] + sys.argv[1:]"
-            " + (['--api-key', os.environ.pop('%s')] if os.environ.get('%s') else []); sys.exit(app())"
+            " + (['--api-key', os.environ.pop('%s')] if os.environ.get('%s') else []); raise SystemExit(app())"
             % (KEY_ENV, KEY_ENV))
 
 

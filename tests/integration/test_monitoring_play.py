@@ -88,15 +88,11 @@ def watched(tmp_path_factory):
         """).format(python=sys.executable, key=KEY, a=ports["box-a"], b=ports["box-b"]))
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"), ANSIBLE_NOCOLOR="1")
-    rendered = subprocess.run([PLAYBOOK_BIN, "-i", str(tmp / "hosts.yml"), os.path.join(ROOT, "tests", "monitoring",
-                                                                                       "render.yml"),
-                               "-e", "monitoring_config_dir=%s" % config],
-                              env=env, capture_output=True, text=True, timeout=300, check=False)
+    render = [PLAYBOOK_BIN, "-i", str(tmp / "hosts.yml"), os.path.join(ROOT, "tests", "monitoring", "render.yml"),
+              "-e", "monitoring_config_dir=%s" % config]
+    rendered = subprocess.run(render, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert rendered.returncode == 0, rendered.stdout[-3000:]
-    again = subprocess.run([PLAYBOOK_BIN, "-i", str(tmp / "hosts.yml"), os.path.join(ROOT, "tests", "monitoring",
-                                                                                    "render.yml"),
-                            "-e", "monitoring_config_dir=%s" % config],
-                           env=env, capture_output=True, text=True, timeout=300, check=False)
+    again = subprocess.run(render, env=env, capture_output=True, text=True, timeout=300, check=False)
     web = free_port()
     prometheus = subprocess.Popen(
         [PROMETHEUS, "--config.file=%s" % (config / "prometheus.yml"), "--storage.tsdb.path=%s" % (tmp / "data"),
@@ -134,9 +130,13 @@ def test_rendering_again_changes_nothing_and_shows_no_key(watched):
     assert oct(os.stat(str(watched["config"] / "glm53-api-key")).st_mode & 0o777) == "0o640"
 
 
+def all_up(api):
+    targets = engine_targets(api)
+    return targets if len(targets) == 2 and all(h == "up" for h in targets.values()) else None
+
+
 def test_every_engine_target_is_up_with_the_key(watched):
-    healths = wait_for(lambda: (lambda t: t if t and all(h == "up" for h in t.values()) and len(t) == 2 else None)(
-        engine_targets(watched["api"])), timeout=60)
+    healths = wait_for(lambda: all_up(watched["api"]), timeout=60)
     assert healths == {"box-a": "up", "box-b": "up"}, engine_targets(watched["api"])
 
 

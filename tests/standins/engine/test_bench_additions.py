@@ -102,7 +102,7 @@ def test_metrics_count_requests_tokens_and_the_queue_behind_the_key(engine):
     with pytest.raises(urllib.error.HTTPError) as refused:
         metrics(base, key=None)
     assert refused.value.code == 401
-    threads = [threading.Thread(target=stream, args=(base, 10, 40)) for _ in range(2)]
+    threads = [threading.Thread(target=stream, args=(base, 10, 40)) for unused in range(2)]
     for thread in threads:
         thread.start()
     time.sleep(0.4)
