@@ -18,7 +18,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENGINE = os.path.join(ROOT, "tests", "standins", "engine", "tensorfold_native.py")
-MAKE_TOKENIZER = os.path.join(ROOT, "tests", "standins", "tokenizer", "make_tokenizer.py")
+MAKE_TOKENIZER = os.path.join(ROOT, "tests", "standins", "hub", "make_tokenizer.py")
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 # Configured decode speed per stream (tok/s) and prefill speed per box; box-c at half speed.
 BOXES = {"box-a": 100.0, "box-b": 100.0, "box-c": 50.0}
