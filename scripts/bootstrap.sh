@@ -30,6 +30,15 @@ os_packages() {
     apt-get update -qq
     apt-get install -y -qq "${want[@]}" >/dev/null
   fi
+  # promtool (Debian ships it in the prometheus package) for the monitoring tests; without its
+  # recommends (the node exporter), and its service is not needed here.
+  if ! command -v promtool >/dev/null 2>&1; then
+    need_root
+    log "installing prometheus (for promtool)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  fi
 }
 
 # 2. A running Docker engine (systemd when it runs the machine, else a background dockerd).

@@ -2,7 +2,7 @@
 # The whole test suite, as CI runs it: lint, sanity, unit tests, pytest, every Molecule scenario.
 # Sets itself up first (scripts/bootstrap.sh). Prints each stage's result and wall time, and a
 # closing "N passed, N failed" line. Exit status 0 only when every stage passed.
-#   usage: scripts/test.sh [STAGE...]   (stages: lint docs sanity units pytest molecule;
+#   usage: scripts/test.sh [STAGE...]   (stages: lint docs sanity units promtool pytest molecule;
 #                                        molecule:NAME runs one scenario)
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -56,6 +56,8 @@ run_units() {
 run_pytest() {  # playbook runs on localhost, and each stand-in's own tests beside it
   python -m pytest -q tests/integration tests/standins
 }
+# Prometheus' config, rules and the alerts' unit tests, with Debian's promtool (no Docker).
+run_promtool() { bash tests/monitoring/promtool.sh; }
 run_molecule() {  # run_molecule NAME
   molecule test -s "$1"; local rc=$?
   # The boxes' /var/lib/docker volumes are named glm53-molecule-SCENARIO-HOST.
@@ -64,13 +66,14 @@ run_molecule() {  # run_molecule NAME
 }
 scenarios() { for f in molecule/*/molecule.yml; do [ -e "$f" ] && basename "$(dirname "$f")"; done; }
 
-want=("$@"); [ ${#want[@]} -gt 0 ] || want=(lint docs sanity units pytest molecule)
+want=("$@"); [ ${#want[@]} -gt 0 ] || want=(lint docs sanity units promtool pytest molecule)
 for w in "${want[@]}"; do
   case "$w" in
     lint) stage "ansible-lint (production profile)" run_lint ;;
     docs) stage "docs/reference is current (antsibull-docs)" run_docs ;;
     sanity) stage "ansible-test sanity" run_sanity ;;
     units) stage "ansible-test units" run_units ;;
+    promtool) stage "promtool (config, rules, alert tests)" run_promtool ;;
     pytest) stage "pytest tests/integration tests/standins" run_pytest ;;
     molecule) for s in $(scenarios); do stage "molecule $s" run_molecule "$s"; done ;;
     molecule:*) stage "molecule ${w#molecule:}" run_molecule "${w#molecule:}" ;;

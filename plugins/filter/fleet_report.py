@@ -15,7 +15,7 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils.fleet_report impo
     FACTS, build_report)
 
 
-def _fleet_report(hostvars, hosts, generated_at="", plan=False):
+def _fleet_report(hostvars, hosts, generated_at="", plan=False, slow_ratio=0.85):
     """Pick the public facts of each host out of hostvars and build the report."""
     if not isinstance(hosts, (list, tuple)):
         raise AnsibleFilterError("fleet_report: hosts must be a list of inventory host names")
@@ -26,7 +26,7 @@ def _fleet_report(hostvars, hosts, generated_at="", plan=False):
         except KeyError:
             facts = {}
         picked[host] = dict((name, facts[name]) for name in FACTS if name in facts)
-    return build_report(picked, generated_at=generated_at, plan=plan)
+    return build_report(picked, generated_at=generated_at, plan=plan, slow_ratio=float(slow_ratio))
 
 
 def _from_cwd(path):

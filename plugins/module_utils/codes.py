@@ -47,6 +47,7 @@ CODES = {
     "W_STREAMS": ("warning", "Fewer streams came up than tensorfold_parallel asked; lower tensorfold_context or free memory."),
     "W_RESTARTS": ("warning", "Docker restarted the engine container after its ranks ended; read rank0.log and rank1.log of logs/current."),
     "E_BUNDLE": ("error", "Build the bundle again where the Internet is (playbooks/bundle.yml resumes), or carry in the item named."),
+    "W_SLOW": ("warning", "Compare the box with the others: its host checks' warnings, power limits, driver and peer-to-peer."),
     "W_LICENSE": ("warning", "DFlash2 is non-commercial: for commercial use set tensorfold_drafter to mtp or none."),
 }
 

@@ -27,7 +27,8 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import severity
+from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem, severity
+from ansible_collections.glm53.tensorfold.plugins.module_utils import fleet_bench
 
 # The facts the report reads (the interface table of docs/development.md, plus the step guard's).
 FACTS = (
@@ -42,6 +43,8 @@ FACTS = (
     "fleet_report_reached_end",
     "step_stopped",
     "gateway_state",
+    "fleet_bench_result",
+    "gpu_host_checks_gpus",
 )
 
 STATUSES = ("live", "failed", "unreachable", "stopped", "planned", "skipped")
@@ -157,7 +160,7 @@ def host_line(host, facts, plan=False):
         or smoke.get("status") == "failed" or bool(_as_list(facts.get("tensorfold_settings_problems")))
     if failed:
         status = "failed"
-    elif smoke.get("status") == "live":
+    elif smoke.get("status") == "live" or (facts.get("fleet_bench_result") or {}).get("status") == "measured":
         status = "live"
     elif facts.get("step_stopped"):
         status = "skipped"
@@ -220,9 +223,46 @@ def host_line(host, facts, plan=False):
     return line
 
 
-def build_report(hostfacts, generated_at="", plan=False):
+def _driver(facts):
+    gpus = (facts or {}).get("gpu_host_checks_gpus") or []
+    return (gpus[0] or {}).get("driver_version") if gpus and isinstance(gpus[0], dict) else None
+
+
+def add_bench(lines, hostfacts, slow_ratio=0.85):
+    """The bench's figures per host (when the bench ran): measured figures, the recipe's, the
+    ratio to the fleet's median, and W_SLOW with the likely causes for a box below slow_ratio.
+    Returns the fleet-wide part (median, threshold) or None."""
+    results = dict((h, (f or {}).get("fleet_bench_result")) for h, f in hostfacts.items())
+    results = dict((h, r) for h, r in results.items() if r)
+    if not results:
+        return None
+    compared = fleet_bench.compare(results, slow_ratio)
+    drivers = [d for d in (_driver(f) for f in hostfacts.values()) if d]
+    for line in lines:
+        result = results.get(line["host"])
+        if not result:
+            continue
+        rank = compared["hosts"].get(line["host"]) or {}
+        line["bench"] = {"kind": result.get("kind", "box"), "status": result.get("status"),
+                         "url": result.get("url"), "cases": result.get("cases") or {},
+                         "exports": result.get("exports") or {},
+                         "ratio": rank.get("ratio"), "slow": bool(rank.get("slow"))}
+        if rank.get("slow"):
+            seen = list(line["codes"]) + [_CODE.search(w).group(1) for w in line["warnings"] if _CODE.search(w)]
+            causes = fleet_bench.likely_causes(seen, _driver(hostfacts.get(line["host"])), drivers)
+            line["bench"]["causes"] = causes
+            what = ("decode with one stream measured %.1f tok/s, %.2f of the fleet's median %.1f (threshold %.2f); "
+                    "likely causes: %s" % (rank["value"], rank["ratio"], compared["median"], compared["threshold"],
+                                           "; ".join(causes) if causes else "none the host checks saw"))
+            line["warnings"].append(problem("W_SLOW", line["host"], what))
+    compared["recipe"] = fleet_bench.RECIPE
+    return compared
+
+
+def build_report(hostfacts, generated_at="", plan=False, slow_ratio=0.85):
     """The report as a dict: ``hostfacts`` maps each inventory host to its facts (or None)."""
     lines = [host_line(host, hostfacts[host], plan) for host in sorted(hostfacts)]
+    bench = add_bench(lines, hostfacts, slow_ratio)
     summary = dict((status, 0) for status in STATUSES)
     for line in lines:
         summary[line["status"]] += 1
@@ -235,6 +275,9 @@ def build_report(hostfacts, generated_at="", plan=False):
     if urls:
         report["gateways"] = urls
     report["gateway_lines"] = gateway_lines(report)
+    if bench:
+        report["bench"] = bench
+        report["bench_lines"] = fleet_bench.render_markdown(report)
     return report
 
 

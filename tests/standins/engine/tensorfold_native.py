@@ -19,6 +19,10 @@ exists on a test box. This program keeps the engine's contract as recorded in
 * rank 0's HTTP API: /health (with live.connections), /v1/models, /v1/chat/completions (stream and
   not, a deterministic reply at a set token rate, image_url parts), /v1/completions, /metrics,
   Bearer / x-api-key auth with the engine's 401 body, the 404 body, context overflow 400.
+* for the bench and monitoring: a decode speed per stream (``tokens_per_s``) and a prefill speed
+  (``prefill_tokens_per_s``), each token sent on a schedule so a client measures exactly them;
+  ``ignore_eos`` gives a reply of max_tokens tokens; requests beyond the streams wait for one;
+  /metrics counts requests, prompt and generated tokens, the queue and the running streams.
 
 Settings the contract has no flag for travel as environment variables, as the runner sets them:
 ``TENSORFOLD_KV_PAGES``, ``TENSORFOLD_DENSE``, ``TENSORFOLD_HEAD``, ``TENSORFOLD_ABSORB_MMA``,
@@ -69,7 +73,8 @@ DEFAULTS = {
     "mtp_gib": 1.0,                # the checkpoint's MTP head (no --drafter, drafts on)
     "kv_kib_per_token": {"fp8": 8, "bf16": 16},
     "model_window": 1048576,
-    "tokens_per_s": 200.0,         # reply speed
+    "tokens_per_s": 200.0,         # decode speed of each stream (tokens a second)
+    "prefill_tokens_per_s": 0.0,   # prompt tokens read a second before the first token (0: at once)
     "load_s": 1.0,                 # seconds "loading" after the ranks agree
     "fail_rank": -1,               # a rank that kills itself once serving (-1: none)
     "fail_after_s": 2.0,
@@ -383,6 +388,38 @@ class State(object):
         self.requests = 0
         self.tokens = 0
         self.created = int(time.time())
+        # Bench and metrics additions: prompt tokens read, requests waiting for a stream, and the
+        # stream slots (--parallel) a request holds while it is read and answered.
+        self.prompt_tokens = 0
+        self.queued = 0
+        self.running = 0
+        self.slots = threading.Semaphore(max(1, streams))
+
+
+class Pacer(object):
+    """Honest pacing: token N of a reply leaves at first + N / rate, not after N sleeps, so the
+    rate a client measures is the configured one however long each write takes."""
+
+    def __init__(self, config, prompt_tokens):
+        self.rate = float(config["tokens_per_s"])
+        prefill = float(config.get("prefill_tokens_per_s") or 0)
+        self.first = time.monotonic() + (prompt_tokens / prefill if prefill > 0 else 0.0)
+        self.count = 0
+
+    def wait(self):
+        due = self.first + (self.count / self.rate if self.rate > 0 else 0.0)
+        self.count += 1
+        delay = due - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+
+
+def fixed_length(words, body, max_tokens):
+    """``ignore_eos`` (the field load tools send for a fixed reply length) pads the reply to
+    max_tokens words; the contract names no such field, so only a request that asks gets it."""
+    if body.get("ignore_eos") and len(words) < int(max_tokens):
+        words = words + ["token"] * (int(max_tokens) - len(words))
+    return words
 
 
 def reply_words(messages, max_tokens):
@@ -427,6 +464,15 @@ def log_request(state, event, ident, **fields):
     with state.lock:
         with open(path, "a") as handle:
             handle.write(line)
+
+
+def metrics_more(state):
+    """The rest of /metrics (called with state.lock held): prompt tokens, queue and streams."""
+    return ("# TYPE tensorfold_prompt_tokens_total counter\ntensorfold_prompt_tokens_total %d\n"
+            "# TYPE tensorfold_queued_requests gauge\ntensorfold_queued_requests %d\n"
+            "# TYPE tensorfold_running_streams gauge\ntensorfold_running_streams %d\n"
+            "# TYPE tensorfold_max_streams gauge\ntensorfold_max_streams %d\n"
+            % (state.prompt_tokens, state.queued, state.running, state.streams))
 
 
 def make_handler(state):
@@ -483,7 +529,7 @@ def make_handler(state):
                     text = ("# TYPE tensorfold_requests_total counter\ntensorfold_requests_total %d\n"
                             "# TYPE tensorfold_generated_tokens_total counter\ntensorfold_generated_tokens_total %d\n"
                             "# TYPE tensorfold_live_connections gauge\ntensorfold_live_connections %d\n"
-                            % (state.requests, state.tokens, state.connections))
+                            % (state.requests, state.tokens, state.connections)) + metrics_more(state)
                 data = text.encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
@@ -523,13 +569,20 @@ def make_handler(state):
                     "message": "the prompt's %d tokens exceed the %d-token context" % (prompt_tokens, state.window),
                     "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})
             max_tokens = body.get("max_tokens") or body.get("max_completion_tokens") or state.args.max_tokens
-            words = reply_words(messages, max_tokens)
+            words = fixed_length(reply_words(messages, max_tokens), body, max_tokens)
             with state.lock:
                 state.connections += 1
                 state.requests += 1
                 ident = state.requests
+                state.queued += 1
             log_request(state, "start", ident, path=path, stream=bool(body.get("stream")),
                         agent=self.headers.get("User-Agent", ""))
+            state.slots.acquire()  # a request beyond --parallel streams waits for one
+            with state.lock:
+                state.queued -= 1
+                state.running += 1
+                state.prompt_tokens += prompt_tokens
+            self.pacer = Pacer(state.config, prompt_tokens)
             try:
                 hang_while_wedged(state.config)
                 if body.get("stream") and path == "/v1/chat/completions":
@@ -537,16 +590,16 @@ def make_handler(state):
                 else:
                     self._whole(path, words, prompt_tokens)
             finally:
+                state.slots.release()
                 with state.lock:
+                    state.running -= 1
                     state.connections -= 1
                     state.tokens += len(words)
                 log_request(state, "end", ident)
             return None
 
         def _pause(self):
-            rate = float(state.config["tokens_per_s"])
-            if rate > 0:
-                time.sleep(1.0 / rate)
+            self.pacer.wait()
 
         def _whole(self, path, words, prompt_tokens):
             for _word in words:

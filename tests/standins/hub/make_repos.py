@@ -16,6 +16,8 @@ import json
 import os
 import random
 
+import make_tokenizer
+
 REPOS = [
     # repo id, commit, gated, shard count factor
     ("Mia-AiLab/GLM-5.3-Flash-EXL3-4bpw-TensorFold", "078455ffe6472f9a52fbc1139f58b9db2881b25c", False),
@@ -39,8 +41,9 @@ def write_repo(root, repo_id, commit, gated, shards, shard_bytes, seed):
     with open(os.path.join(folder, "config.json"), "w") as handle:
         json.dump({"architectures": ["Glm5ForCausalLM"], "model_type": "glm5", "num_hidden_layers": shards}, handle,
                   indent=2)
-    with open(os.path.join(folder, "tokenizer.json"), "w") as handle:
-        json.dump({"version": "1.0", "model": {"type": "BPE", "vocab": {"a": 0, "b": 1}}}, handle)
+    # A small word-level tokenizer (tokenizer.json + tokenizer_config.json) that load tools read
+    # like the checkpoint's own (the bench's aiperf needs one).
+    make_tokenizer.write(folder)
     with open(os.path.join(root, repo_id + ".repo.json"), "w") as handle:
         json.dump({"commit": commit, "branches": {"main": commit}, "gated": gated}, handle)
 

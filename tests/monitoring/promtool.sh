@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The monitoring checks with Debian's promtool (package `prometheus`): the monitoring role
+# renders prometheus.yml, the targets and the rules (render.yml), then `promtool check config`,
+# `promtool check rules` and `promtool test rules` (each alert's firing and quiet series).
+# Fast, no Docker. Run from the checkout's root with the project venv active (scripts/test.sh promtool).
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+OUT=$(mktemp -d "${TMPDIR:-/tmp}/glm53-promtool.XXXXXX")
+trap 'rm -rf "$OUT"' EXIT
+command -v promtool >/dev/null || { echo "promtool missing: apt-get install prometheus" >&2; exit 1; }
+ansible-playbook -i "$HERE/hosts.yml" "$HERE/render.yml" -e "monitoring_config_dir=$OUT" >"$OUT.log" 2>&1 ||
+  { cat "$OUT.log"; rm -f "$OUT.log"; exit 1; }
+rm -f "$OUT.log"
+promtool check config "$OUT/prometheus.yml"
+promtool check rules "$OUT"/rules/*.yml
+cp "$HERE/glm53-alerts.test.yml" "$OUT/"
+promtool test rules "$OUT/glm53-alerts.test.yml"
+# The targets come from the inventory: one per box, the box's own port.
+python3 - "$OUT/file_sd" <<'PY'
+import json, sys
+engine = json.load(open(sys.argv[1] + "/glm53-engine.json"))
+assert [t["targets"][0] for t in engine] == ["10.0.0.1:8020", "10.0.0.2:8020", "10.0.0.3:8021"], engine
+assert [t["labels"]["box"] for t in engine] == ["box-a", "box-b", "box-c"], engine
+assert json.load(open(sys.argv[1] + "/glm53-gateway.json"))[0]["targets"] == ["10.0.0.9:8405"]
+print("file_sd targets: 3 engines, 3 node exporters, 1 gateway")
+PY
