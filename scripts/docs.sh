@@ -24,7 +24,9 @@ out=$(mktemp -d) && chmod 755 "$out"
 trap 'rm -rf "$out"' EXIT
 PATH="$ROOT/$VENV/bin:$PATH" ANSIBLE_COLLECTIONS_PATH="$ROOT/.cache/collections" \
   antsibull-docs collection --use-current --output-format simplified-rst --squash-hierarchy \
-  --no-use-html-blobs --fail-on-error --dest-dir "$out" glm53.tensorfold >/dev/null
+  --no-use-html-blobs --fail-on-error --dest-dir "$out" glm53.tensorfold >"$out.log" 2>&1 ||
+  { grep -v '^WARNING: Location' "$out.log" >&2; rm -f "$out.log"; exit 1; }
+rm -f "$out.log"
 if [ "${1:-}" = "--check" ]; then
   if ! diff -ru docs/reference "$out"; then
     echo "docs/reference/ is out of date: run scripts/docs.sh and commit the result" >&2
