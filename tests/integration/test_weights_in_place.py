@@ -91,7 +91,7 @@ def disk(data):
 def test_gated_weights_in_place_need_no_token_and_no_space(tmp_path, hub):
     hub_url, log = hub
     data = tmp_path / "data"
-    (data / ".state" / "weights").mkdir(parents=True)
+    data.mkdir()  # a fresh host: nothing under DATA_DIR yet
     rc, out = play(tmp_path, DISK, inventory(tmp_path, hub_url, data, ""))
     assert rc == 0, out[-3000:]
     before = disk(data)[0]
