@@ -202,9 +202,9 @@ def main():
     if row is None and params["state"] == "ready":
         # A box held out when the gateway was last configured (it failed, or never went LIVE):
         # restarting it must not stop a rolling restart; the next gateway run adds it.
-        module.warn("[W_GATEWAY] %s: the gateway has no server %s in backend %s (held out when it was last "
-                    "configured). Run site.yml --tags gateway to add it." % (server, server, backend))
-        module.exit_json(changed=False, known=False, servers=public(rows, backend))
+        module.exit_json(changed=False, known=False, servers=public(rows, backend), warnings=[
+            "[W_GATEWAY] %s: the gateway has no server %s in backend %s (held out when it was last "
+            "configured). Run site.yml --tags gateway to add it." % (server, server, backend)])
     if row is None:
         module.fail_json(msg="[E_GATEWAY] %s: the gateway has no server %s in backend %s. Run site.yml "
                              "--tags gateway so the gateway knows this box." % (server, server, backend),

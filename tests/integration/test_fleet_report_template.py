@@ -73,3 +73,19 @@ def test_a_plan_says_nothing_changed_and_has_no_empty_sections(tmp_path):
     assert "Plan only (tensorfold_plan or --check): nothing was changed on any host." in text
     assert "| h | planned (check mode) |" in text
     assert "## What to do" not in text and "## Warnings" not in text
+
+
+def test_a_gateway_adds_its_url_and_a_column_and_a_bench_adds_its_section(tmp_path):
+    url = "http://10.20.0.5:8020/v1"
+    bench = {"status": "measured", "kind": "box", "url": "http://gpu-a:8020/v1",
+             "cases": {"decode_1": {"per_stream": 240.0, "total": 240.0, "ttft_p50_ms": 50.0, "ttft_p99_ms": 60.0}}}
+    facts = dict(live_facts("gpu-a"), gateway_state={"url": url, "gateway": "gw", "state": "down",
+                                                     "detail": "DOWN, last check L7TOUT"},
+                 fleet_bench_result=bench)
+    report = build_report({"gpu-a": facts}, generated_at="2026-11-29T11:00:00Z")
+    text = render(tmp_path, report)
+    assert "\nGateway: %s (0 of 1 box up).\n- **gpu-a** at the gateway: down (DOWN, last check L7TOUT)\n" % url in text
+    assert "| host | status | endpoint | gateway | context |" in text
+    assert "| gpu-a | LIVE | http://gpu-a:8020/v1 | down | 262144 |" in text
+    assert "\n## Measured speed\n" in text and text.index("## Measured speed") < text.index("## Warnings")
+    assert "\n\n\n" not in text

@@ -119,8 +119,11 @@ def test_check_mode_sends_no_command(run, haproxy):
 def test_unknown_boxes_and_a_missing_socket(run, haproxy, tmp_path):
     assert run(server="gpu-box-09", state="drained") == dict(
         changed=False, known=False, servers=run()["servers"])
-    failed = run(server="gpu-box-09", state="ready")
-    assert failed["failed"] and failed["msg"].startswith("[E_GATEWAY] gpu-box-09:")
+    # A box held out when the gateway was configured: putting it back warns, and a rolling
+    # restart goes on (the next gateway run adds it).
+    held_out = run(server="gpu-box-09", state="ready")
+    assert not held_out.get("failed") and held_out["known"] is False
+    assert any(w.startswith("[W_GATEWAY] gpu-box-09:") for w in held_out["warnings"])
     missing = run(socket=str(tmp_path / "none.sock"), state="query")
     assert missing["failed"] and "cannot read HAProxy's runtime API" in missing["msg"]
     assert os.path.exists(haproxy.path)
