@@ -234,6 +234,8 @@ trap 'stopping=1; kill -TERM "$RANK0_PID" "$RANK1_PID" 2>/dev/null' TERM INT
 # `docker logs` follows rank 0's log; the file itself is written by rank 0 directly, so its last
 # lines (a refusal, a reason for exiting) are on disk even when the container ends at once.
 tail -n +1 -F "$LOG_DIR/rank0.log" 2>/dev/null &
+TAIL_PID=$!
+trap 'kill "$TAIL_PID" 2>/dev/null' EXIT
 
 wait -n "$RANK0_PID" "$RANK1_PID"
 first=$?
