@@ -47,13 +47,19 @@ def build(tmp_path):
         else:
             shutil.copy(source, str(coll / name))
     for role in STUBBED:
-        shutil.rmtree(str(coll / "roles" / role))
+        entries = sorted(f[:-4] for f in os.listdir(str(coll / "roles" / role / "tasks")) if f.endswith(".yml"))
+        # The stub keeps the role's defaults: other roles' settings may default to them.
+        for part in ("tasks", "meta", "handlers", "templates", "files", "vars"):
+            shutil.rmtree(str(coll / "roles" / role / part), ignore_errors=True)
         (coll / "roles" / role / "tasks").mkdir(parents=True)
         (coll / "roles" / role / "meta").mkdir()
         (coll / "roles" / role / "meta" / "main.yml").write_text(STUB_META)
         (coll / "roles" / role / "tasks" / "main.yml").write_text(STUB_TASKS.format(role=role, entry=""))
-        if role == "tensorfold_image":
-            (coll / "roles" / role / "tasks" / "validate.yml").write_text(STUB_TASKS.format(role=role, entry=":validate"))
+        # Every task file another role or play may name with tasks_from records its entry.
+        for entry in entries:
+            if entry != "main":
+                (coll / "roles" / role / "tasks" / (entry + ".yml")).write_text(
+                    STUB_TASKS.format(role=role, entry=":" + entry))
     return base
 
 

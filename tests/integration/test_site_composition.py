@@ -31,7 +31,7 @@ def site(collection, tmp_path, hosts=("gpu-a", "gpu-b"), host_vars=None, args=()
     logs.mkdir(exist_ok=True)
     inventory = {"all": {"vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
                                   "stub_log_dir": str(logs)},
-                         "hosts": dict((h, (host_vars or {}).get(h, {})) for h in hosts)}}
+                         "children": {"gpu_hosts": {"hosts": dict((h, (host_vars or {}).get(h, {})) for h in hosts)}}}}
     (tmp_path / "hosts.yml").write_text(json.dumps(inventory))
     rc, output = run_playbook("glm53.tensorfold.%s" % playbook, tmp_path / "hosts.yml", cwd=tmp_path,
                               extra_args=list(args), env={"ANSIBLE_COLLECTIONS_PATH": str(collection)})
@@ -132,7 +132,7 @@ def test_past_the_fail_percentage_the_run_takes_no_more_hosts(collection, tmp_pa
         assert roles(ran[host]) == DEPLOY[:2], output
     report = json.loads((tmp_path / "reports" / "fleet-report.json").read_text())
     lines = dict((line["host"], line) for line in report["hosts"])
-    assert lines["gpu-b"]["todo"].startswith("The run stopped before nvidia_toolkit on this host: gpu-a failed")
+    assert lines["gpu-b"]["todo"].startswith("The run stopped before bundle on this host: gpu-a failed")
 
 
 def test_settings_that_fail_pre_flight_leave_the_host_out_of_every_step(collection, tmp_path):
