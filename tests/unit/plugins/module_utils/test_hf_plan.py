@@ -151,6 +151,8 @@ def test_the_token_is_needed_only_for_gated_files_still_to_download():
     assert hf_plan.token_problem(False, False, [{"path": "a"}], "o/model") is None
     text = hf_plan.token_problem(True, False, [{"path": "a"}, {"path": "b"}], "o/ablit")
     assert text.startswith("o/ablit is gated and 2 of its files must be downloaded") and "tensorfold_hf_token" in text
+
+
 def test_the_hand_written_listing_is_what_the_real_client_reads():
     """The fixture is written by hand (fixtures/README.md): the real huggingface_hub client must
     read every entry of it, with the sizes and LFS digests the plan takes from it."""
