@@ -24,7 +24,7 @@ import shlex
 from ansible_collections.glm53.tensorfold.plugins.module_utils import engine_args
 from ansible_collections.glm53.tensorfold.plugins.module_utils.settings import MAX_CONTEXT, parse_context
 
-# Sizes the recipe states (recipe-facts.md), used only when the Hub was not asked.
+# Sizes the recipe states (about 164 GiB checkpoint, 10 GiB drafter), used only when the Hub was not asked.
 ABOUT_GIB = {"model": 164, "ablit": 164, "drafter": 10}
 ENGINE = engine_args.ENGINE
 ENGINE_BUILD = ("zig build -Dnvcc=/usr/local/cuda/bin/nvcc -Doptimize=fast -Dsm=120 "

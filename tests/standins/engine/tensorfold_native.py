@@ -2,8 +2,8 @@
 """Stand-in for TensorFold's Zig engine, ``tensorfold-native`` (tests only).
 
 The real engine serves GLM-5.3-Flash on two Blackwell GPUs from a 164 GiB checkpoint; neither
-exists on a test box. This program keeps the engine's contract as recorded in
-``engine-contract.md`` so the product's runner script and container run unchanged around it:
+exists on a test box. This program keeps the engine's contract (its public sources and the
+two-rank recipes built on it) so the product's runner script and container run unchanged around it:
 
 * the command line: ``serve MODEL [flags]``, ``--version``, ``capabilities --json``; flag errors
   print usage and exit 2; load failures print ``tensorfold: <problem>`` and exit 1, including

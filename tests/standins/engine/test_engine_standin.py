@@ -1,4 +1,4 @@
-"""The engine stand-in keeps the engine contract (engine-contract.md): command line, two ranks,
+"""The engine stand-in keeps the engine contract (the engine's documented behaviour, restated in docs/rank_container.md): command line, two ranks,
 messages, memory refusals and the HTTP API. Runs the stand-in as real processes on loopback."""
 
 import json
