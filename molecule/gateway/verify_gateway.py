@@ -125,9 +125,10 @@ def request_log(box):
 
 
 def client_starts(box, after=0.0):
-    """Times of the load tool's requests a box received (the gateway's own checks left out)."""
+    """Times of the load tool's requests a box received: the gateway's own checks and the smoke
+    test's requests (sent straight to a restarted box before it is put back) left out."""
     return [e["t"] for e in request_log(box) if e["event"] == "start" and e["t"] > after
-            and not e.get("agent", "").startswith("glm53-gateway-check")]
+            and not e.get("agent", "").startswith(("glm53-gateway-check", "glm53-smoke-test"))]
 
 
 class Watcher(threading.Thread):
@@ -136,6 +137,7 @@ class Watcher(threading.Thread):
     def __init__(self):
         super().__init__(daemon=True)
         self.changes = []  # (time, server, status)
+        self.readings = []  # every reading: (time, server, status)
         self.stop = False
         self.commands = []
 
@@ -148,6 +150,7 @@ class Watcher(threading.Thread):
             except (OSError, ValueError):
                 states = {}
             for name, (status, _scur) in states.items():
+                self.readings.append((now, name, status))
                 if last.get(name) != status:
                     self.changes.append((now, name, status))
                     last[name] = status
@@ -158,19 +161,22 @@ class Watcher(threading.Thread):
             time.sleep(0.1)
 
     def drained_windows(self, name):
-        """[(from, to)]: from the first reading not UP to the next reading UP again ("UP 1/2",
-        HAProxy's status just after maintenance, already gets requests)."""
-        windows, since = [], None
-        for when, server, status in self.changes:
+        """[(from, to)]: from the first reading not UP to the last reading not UP before it is UP
+        again ("UP 1/2", HAProxy's status just after maintenance, already gets requests). Only
+        what was seen counts: the readings are some tenths of a second apart under load."""
+        windows, since, last_down = [], None, None
+        for when, server, status in self.readings:
             if server != name:
                 continue
-            if not status.startswith("UP") and since is None:
-                since = when
-            elif status.startswith("UP") and since is not None:
-                windows.append((since, when))
+            if not status.startswith("UP"):
+                if since is None:
+                    since = when
+                last_down = when
+            elif since is not None:
+                windows.append((since, last_down))
                 since = None
         if since is not None:
-            windows.append((since, time.time()))
+            windows.append((since, last_down))
         return windows
 
 
