@@ -218,24 +218,24 @@ def kill_mid_file_resumes_with_a_range_request():
     assert pids, "no hf_snapshot process to kill"
     box(A, "kill -9 %s" % " ".join(pids))
     finish(proc)  # the operator's run dies with it (as on a reboot)
-    partial_sizes = box(A, "stat -c %s /srv/resume/.state/weights/model/partial/*.incomplete").split()
-    assert len(partial_sizes) == 1, "expected one partial file, found %s" % partial_sizes
-    on_disk = int(partial_sizes[0])
+    # Two files download at once, so a kill can leave one or two partial files.
+    partial_sizes = [int(n) for n in box(A, "stat -c %s /srv/resume/.state/weights/model/partial/*.incomplete").split()]
+    assert 1 <= len(partial_sizes) <= 2, "expected one or two partial files, found %s" % partial_sizes
     hub_faults({})
     hub_reset()
     rc, out = play([A], extra)
     assert rc == 0, out[-3000:]
-    shard = "model-00002-of-00003.safetensors"
     fetches = [e for e in downloads(hub_log()) if e.get("range")]
-    assert len(fetches) == 1, "expected one Range request, got %s" % fetches
-    start = int(fetches[0]["range"].split("=")[1].rstrip("-"))
-    assert start > 0 and start % MIB == 0, "resumed from %d, not a committed chunk boundary" % start
-    assert fetches[0]["bytes"] == 2 * MIB - start, "the resume fetched %d bytes" % fetches[0]["bytes"]
-    refetched = on_disk - start
-    assert 0 <= refetched <= MIB, "re-fetched %d bytes that were on disk (more than one chunk)" % refetched
-    assert box_sha(A, "/srv/resume/model/" + shard) == source_sha(MODEL_REPO, shard)
+    assert len(fetches) == len(partial_sizes), "expected a Range request per partial file, got %s" % fetches
+    for fetch in fetches:
+        start = int(fetch["range"].split("=")[1].rstrip("-"))
+        assert start > 0 and start % MIB == 0, "resumed from %d, not a committed chunk boundary" % start
+        assert any(0 <= on_disk - start <= MIB for on_disk in partial_sizes), (
+            "resumed from %d, more than one chunk below what was on disk (%s)" % (start, partial_sizes))
+        print("  resumed a file from byte %d (on disk: %s)" % (start, partial_sizes))
+    for shard in ("model-00002-of-00003.safetensors", "model-00003-of-00003.safetensors"):
+        assert box_sha(A, "/srv/resume/model/" + shard) == source_sha(MODEL_REPO, shard)
     assert "No such file" in box(A, "ls /srv/resume/.state/weights/model/partial 2>&1 || true")
-    print("  resumed %s from byte %d; %d bytes on disk were fetched again" % (shard, start, refetched))
 
 
 def gated_401_and_403_have_their_messages():
@@ -283,7 +283,7 @@ def local_checkpoint_is_checked_and_never_modified():
 def check_mode_reports_the_size_and_writes_nothing():
     rc, out = play([B], {"tensorfold_ablit": True, "tensorfold_hf_token": TOKEN_OK}, check=True)
     assert rc == 0, out[-3000:]
-    assert "would fetch 6 of 6 files, 6.0 MiB" in out, out[-3000:]
+    assert "would fetch 7 of 7 files, 6.0 MiB" in out, out[-3000:]  # every file of the stand-in checkpoint
     assert "No such file" in box(B, "ls /srv/glm53/model-ablit 2>&1 || true"), "check mode created the folder"
 
 
