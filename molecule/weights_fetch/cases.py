@@ -317,6 +317,10 @@ def killed_peer_copy_leaves_nothing_and_serves_no_stranger():
     killed = time.time()
     text = finish(proc)  # the operator's run dies
     assert serving, "the seed never served: %s" % text[-3000:]
+    # The server's process can be seen a moment before it listens (port 18470 is 0x4826).
+    listen_by = time.time() + 10
+    while time.time() < listen_by and ":4826" not in box(A, "awk 'NR>1 && $4==\"0A\" {print $2}' /proc/net/tcp"):
+        time.sleep(0.2)
     tree = "/api/models/%s/tree/57edefd2f5d9b371c8345883304d5af68b52fa24" % ABLIT_REPO
     shard = "/%s/resolve/57edefd2f5d9b371c8345883304d5af68b52fa24/model-00001-of-00003.safetensors" % ABLIT_REPO
     for path in (tree, shard):
