@@ -69,13 +69,8 @@ options:
     type: list
     elements: str
     default: []
-attributes:
-  check_mode:
-    description: Can run in check mode and return the same answer (it only reads).
-    support: full
-  diff_mode:
-    description: Returns no diff (nothing changes).
-    support: none
+extends_documentation_fragment:
+  - glm53.tensorfold.read_only
 """
 
 EXAMPLES = r"""
