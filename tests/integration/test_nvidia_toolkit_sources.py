@@ -40,7 +40,9 @@ def load(name):
 
 
 def render(template, facts, **overrides):
-    variables = dict(load("defaults/main.yml"))
+    # The role's dependency, the settings role, holds the shared toolkit pins (repository, key).
+    variables = dict(trusted(LOADER.load_from_file(os.path.join(ROLE, "..", "tensorfold", "defaults", "main.yml"))))
+    variables.update(load("defaults/main.yml"))
     variables.update(load("vars/main.yml"))
     variables.update(overrides)
     variables["ansible_facts"] = dict(facts, os_family="Debian")
