@@ -23,17 +23,9 @@ import socket
 from ansible.module_utils.six.moves import http_client
 from ansible.module_utils.six.moves.urllib.parse import quote
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan
+from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_transfer
 
 PARTS = ("container", "settings", "image", "weights", "runtime", "health")
-
-
-def _load_json(path):
-    try:
-        with open(path) as handle:
-            return json.load(handle)
-    except (IOError, OSError, ValueError):
-        return None
 
 
 def weights_state(repo):
@@ -47,12 +39,12 @@ def weights_state(repo):
     if not hf_plan.is_pinned(revision):
         state["problem"] = "revision %r is not pinned, so no recorded state can prove it" % revision
         return state
-    listing = _load_json(os.path.join(state_dir, "listing-%s.json" % revision))
+    listing, records = hf_transfer.recorded_state(state_dir, revision)
     if not listing or listing.get("commit") != revision or "entries" not in listing:
         state["problem"] = "no file listing recorded for %s" % revision[:12]
         return state
     state["listing"] = True
-    records = _load_json(os.path.join(state_dir, "verified.json")) or {}
+    records = records or {}
     files = hf_plan.plan_files(listing["entries"], repo.get("allow_patterns") or None)
     state["files"] = len(files)
     for spec in files:

@@ -52,12 +52,20 @@ class SnapshotError(Exception):
         self.what = what
 
 
-def _load_json(path, default):
+def load_json(path, default=None):
+    """A JSON file's content, or ``default`` when it is missing or does not parse."""
     try:
         with open(path) as handle:
             return json.load(handle)
     except (IOError, OSError, ValueError):
         return default
+
+
+def recorded_state(state_dir, revision):
+    """What a snapshot's state folder records for ``revision``: ``(listing, records)``, the
+    ``listing-COMMIT.json`` and ``verified.json`` contents, each None when missing or unreadable."""
+    return (load_json(os.path.join(state_dir, "listing-%s.json" % revision)),
+            load_json(os.path.join(state_dir, "verified.json")))
 
 
 def _write_json(path, data):
@@ -280,7 +288,7 @@ class Snapshot:
 
     def listing(self, commit):
         path = os.path.join(self.state_dir, "listing-%s.json" % commit)
-        cached = _load_json(path, None)
+        cached = load_json(path, None)
         if cached and cached.get("repo_id") == self.repo_id and cached.get("commit") == commit:
             return cached["entries"]
         api = self.hub()[2]
@@ -310,7 +318,7 @@ class Snapshot:
 
     def _partial_offset(self, commit, spec):
         part, rec_path = self._partial_paths(commit, spec)
-        record = _load_json(rec_path, None)
+        record = load_json(rec_path, None)
         if not record or not os.path.exists(part):
             return 0
         if record.get("digest") != spec["digest"] or record.get("size") != spec["size"]:
@@ -464,7 +472,7 @@ class Snapshot:
             raise SnapshotError("E_SETTINGS", "%s at %s has no file matching %s" % (
                 self.repo_id, commit, self.allow_patterns))
         records_path = os.path.join(self.state_dir, "verified.json")
-        records = _load_json(records_path, {})
+        records = load_json(records_path, {})
         todo, have = [], {}
         for spec in files:
             final = os.path.join(self.local_dir, spec["path"])

@@ -12,11 +12,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import errno
-import json
 import os
 import socket
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan
+from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_transfer
 
 GIB = 1024 ** 3
 
@@ -94,14 +93,6 @@ def weights_still_needed(listing, records, revision, local_dir, stat):
     return needed
 
 
-def _load_json(path):
-    try:
-        with open(path) as handle:
-            return json.load(handle)
-    except (IOError, OSError, ValueError):
-        return None
-
-
 def _stat(path):
     try:
         st = os.stat(path)
@@ -119,9 +110,8 @@ def weights_need_gib(request):
     state_dir, revision = request.get("state_dir"), request.get("revision")
     if not state_dir or not revision:
         return request["need_gib"], ""
-    listing = _load_json(os.path.join(state_dir, "listing-%s.json" % revision))
-    needed = weights_still_needed(listing, _load_json(os.path.join(state_dir, "verified.json")), revision,
-                                  request["path"], _stat)
+    listing, records = hf_transfer.recorded_state(state_dir, revision)
+    needed = weights_still_needed(listing, records, revision, request["path"], _stat)
     if needed is None:
         return request["need_gib"], ""
     if needed == 0:
