@@ -5,7 +5,6 @@ behind the API key unless --metrics-open. One rank (--tp 1) on loopback."""
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -15,14 +14,9 @@ import urllib.request
 
 import pytest
 
-ENGINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tensorfold_native.py")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from engine_process import ENGINE, free_port, rank_folders  # noqa: E402  pylint: disable=wrong-import-position
 KEY = "metrics-canary-key"
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
@@ -30,17 +24,15 @@ def engine(tmp_path):
     procs = []
 
     def start(rate, prefill, parallel="4", extra=()):
-        (tmp_path / "kernels").mkdir(exist_ok=True)
-        (tmp_path / "kernels" / "aot.json").write_text("{}")
-        (tmp_path / "model").mkdir(exist_ok=True)
+        kernels, model = rank_folders(tmp_path)
         key = tmp_path / "key"
         key.write_text(KEY + "\n")
         os.chmod(str(key), 0o600)
         port = free_port()
-        env = dict(os.environ, TENSORFOLD_CUDA_KERNELS=str(tmp_path / "kernels"), TENSORFOLD_KV_PAGES="1",
+        env = dict(os.environ, TENSORFOLD_CUDA_KERNELS=str(kernels), TENSORFOLD_KV_PAGES="1",
                    TENSORFOLD_STANDIN_LOAD_S="0", TENSORFOLD_STANDIN_TOKENS_PER_S=str(rate),
                    TENSORFOLD_STANDIN_PREFILL_TOKENS_PER_S=str(prefill))
-        proc = subprocess.Popen([sys.executable, ENGINE, "serve", str(tmp_path / "model"), "--port", str(port),
+        proc = subprocess.Popen([sys.executable, ENGINE, "serve", str(model), "--port", str(port),
                                  "--context", "65536", "--parallel", parallel, "--api-key-file", str(key)]
                                 + list(extra), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(proc)

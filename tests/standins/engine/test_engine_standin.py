@@ -4,7 +4,6 @@ messages, memory refusals and the HTTP API. Runs the stand-in as real processes 
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,26 +12,15 @@ import urllib.request
 
 import pytest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-ENGINE = os.path.join(ROOT, "tests", "standins", "engine", "tensorfold_native.py")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from engine_process import ENGINE, free_port, rank_folders  # noqa: E402  pylint: disable=wrong-import-position
 AUTH_BODY = ('{"error":{"message":"A valid API key is required","type":"invalid_request_error",'
              '"param":null,"code":"invalid_api_key"}}')
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def box(tmp_path):
-    kernels = tmp_path / "kernels"
-    kernels.mkdir()
-    (kernels / "aot.json").write_text("{}")
-    model = tmp_path / "model"
-    model.mkdir()
-    (model / "config.json").write_text('{"model_type": "glm"}')
+    kernels, model = rank_folders(tmp_path)
     env = dict(os.environ, TENSORFOLD_CUDA_KERNELS=str(kernels), TENSORFOLD_KV_PAGES="1",
                TENSORFOLD_STANDIN_LOAD_S="0.2", TENSORFOLD_STANDIN_TOKENS_PER_S="500",
                TENSORFOLD_MEMORY_RESERVE_GIB="4")

@@ -12,23 +12,13 @@ import urllib.request
 
 import pytest
 
-ENGINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tensorfold_native.py")
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from engine_process import ENGINE, free_port, rank_folders  # noqa: E402  pylint: disable=wrong-import-position
 
 
 @pytest.fixture
 def engine(tmp_path):
-    kernels = tmp_path / "kernels"
-    kernels.mkdir()
-    (kernels / "aot.json").write_text("{}")
-    model = tmp_path / "model"
-    model.mkdir()
-    (model / "config.json").write_text("{}")
+    kernels, model = rank_folders(tmp_path)
     port = free_port()
     env = dict(os.environ, TENSORFOLD_CUDA_KERNELS=str(kernels), TENSORFOLD_STANDIN_LOAD_S="0",
                TENSORFOLD_STANDIN_TOKENS_PER_S="500", TENSORFOLD_STANDIN_WEDGE_FILE=str(tmp_path / "wedge"),
