@@ -3,8 +3,9 @@
 # Apache License 2.0 (see LICENSE)
 """The host checks of the recipe, as one pure function over what the role observed.
 
-The gpu_host_checks role gathers facts with read-only modules (gpu_info, gpu_peer_check,
-host_resources, ``docker info``) and hands them here. ``host_problems`` returns every problem as a
+The gpu_host_checks role gathers facts with read-only modules (gpu_info, gpu_peer_info,
+host_resources, ``docker info``) and hands their results to the gpu_host_verdict action, which
+reads them with ``observe``. ``host_problems`` returns every problem as a
 record (``codes.record``), in the recipe's order: platform, tools, Docker daemon, docker group,
 NVIDIA runtime, GPU count and model, driver, memory per GPU, compute processes, power cap,
 peer-to-peer, disk, host memory, ports.
@@ -14,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import re
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import record
@@ -59,6 +61,44 @@ def _docker(host, observed, expect, problems):
     if "nvidia" not in runtimes:
         problems.append(record("E_NVIDIA_RUNTIME", host, "docker info lists no nvidia runtime (runtimes: %s)"
                                % (", ".join(sorted(runtimes)) or "none")))
+
+
+def _docker_observed(docker_info, groups, own_container):
+    """The Docker part of ``observed`` from the registered results of ``docker info --format
+    '{{json .}}'``, ``id -nG`` and ``docker container inspect --format '{{.State.Running}}'`` (each
+    may be a skipped result or None)."""
+    docker_info, groups, own_container = docker_info or {}, groups or {}, own_container or {}
+    ok = docker_info.get("rc", 1) == 0
+    error = ((docker_info.get("stderr") or docker_info.get("msg") or "").strip()).split("\n")[0]
+    runtimes = []
+    if ok:
+        try:
+            runtimes = list((json.loads(docker_info.get("stdout") or "{}").get("Runtimes") or {}).keys())
+        except (ValueError, AttributeError):
+            runtimes = []
+    return {
+        "ok": ok,
+        "error": error,
+        "runtimes": runtimes,
+        "groups": groups["stdout"].split() if "stdout" in groups else None,
+        "own_container_running": (own_container.get("stdout") or "").strip() == "true",
+    }
+
+
+def observe(resources, gpu_info, peer=None, docker_info=None, groups=None, own_container=None):
+    """What ``host_problems`` judges, from the registered results of the role's read-only tasks:
+    host_resources, gpu_info, gpu_peer_info and the Docker commands (skipped results allowed)."""
+    resources = resources or {}
+    return {
+        "system": resources.get("system"),
+        "architecture": resources.get("architecture"),
+        "user": resources.get("user"),
+        "tools": resources.get("tools") or {},
+        "docker": _docker_observed(docker_info, groups, own_container),
+        "gpu_info": gpu_info or {},
+        "peer": peer,
+        "resources": resources,
+    }
 
 
 def select(gpus, indices):
@@ -174,7 +214,7 @@ def host_problems(host, observed, expect):
     """Every problem of one host as records, in the recipe's order of checks.
 
     ``observed``: system, architecture, user, tools, docker {ok, error, runtimes, groups,
-    own_container_running}, gpu_info (the module's result), peer (gpu_peer_check's result or
+    own_container_running}, gpu_info (the module's result), peer (gpu_peer_info's result or
     None), resources (host_resources' result). ``expect``: gpu_count, gpu_indices, model_pattern,
     min_driver, min_cuda, min_free_mib, max_used_mib, power_cap_w, p2p, docker,
     min_host_memory_gib.

@@ -10,6 +10,7 @@ import pytest
 from ansible_collections.glm53.tensorfold.plugins.module_utils.host_checks import (
     fleet_summary,
     host_problems,
+    observe,
     status,
 )
 
@@ -173,3 +174,39 @@ def test_docker_not_installed_is_said_so_once():
     problems = host_problems("h", missing, EXPECT)
     assert codes(problems) == ["E_DOCKER"]
     assert "docker is not installed (not on PATH)" in problems[0]["message"]
+
+
+RESOURCES = dict(HEALTHY["resources"], system="Linux", architecture="x86_64", user="deploy",
+                 tools={"curl": "/usr/bin/curl", "docker": "/usr/bin/docker"})
+DOCKER_INFO = {"rc": 0, "stdout": '{"ServerVersion": "28.5.1", "Runtimes": {"runc": {}, "nvidia": {"path": "nvidia-container-runtime"}}}',
+               "stderr": "", "changed": False}
+
+
+def test_observe_reads_the_registered_results_of_the_role():
+    seen = observe(RESOURCES, HEALTHY["gpu_info"], HEALTHY["peer"], DOCKER_INFO,
+                   {"rc": 0, "stdout": "deploy adm docker"}, {"rc": 0, "stdout": "true\n"})
+    assert (seen["system"], seen["architecture"], seen["user"]) == ("Linux", "x86_64", "deploy")
+    assert seen["tools"] == RESOURCES["tools"] and seen["resources"] is RESOURCES
+    assert seen["docker"] == {"ok": True, "error": "", "runtimes": ["runc", "nvidia"],
+                              "groups": ["deploy", "adm", "docker"], "own_container_running": True}
+    assert host_problems("gpu1", seen, dict(EXPECT, docker=True)) == []
+
+
+def test_observe_a_silent_docker_daemon_gives_its_first_error_line():
+    answer = {"rc": 1, "stdout": "", "stderr": "Cannot connect to the Docker daemon at unix:///var/run/docker.sock.\nIs it running?\n"}
+    seen = observe(RESOURCES, HEALTHY["gpu_info"], docker_info=answer, groups={"skipped": True}, own_container={"skipped": True})
+    assert seen["docker"] == {"ok": False, "error": "Cannot connect to the Docker daemon at unix:///var/run/docker.sock.",
+                              "runtimes": [], "groups": None, "own_container_running": False}
+    assert codes(host_problems("gpu1", seen, EXPECT)) == ["E_DOCKER"]
+
+
+def test_observe_skipped_docker_tasks_read_as_no_answer_and_no_groups():
+    seen = observe(RESOURCES, HEALTHY["gpu_info"], {"skipped": True}, {"skipped": True, "changed": False}, None, None)
+    assert seen["docker"]["ok"] is False and seen["docker"]["groups"] is None
+    assert seen["peer"] == {"skipped": True}
+    assert codes(host_problems("gpu1", seen, dict(EXPECT, docker=False))) == []
+
+
+def test_observe_a_command_that_could_not_run_gives_its_message():
+    seen = observe(RESOURCES, HEALTHY["gpu_info"], docker_info={"failed": True, "msg": "[Errno 2] No such file or directory: b'docker'", "rc": 2})
+    assert seen["docker"]["error"] == "[Errno 2] No such file or directory: b'docker'"

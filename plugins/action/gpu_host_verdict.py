@@ -1,0 +1,57 @@
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+"""Action of glm53.tensorfold.gpu_host_verdict: judge a host's observations, or sum up the fleet's
+verdicts, on the controller (module_utils/host_checks.py holds the rules)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleActionFail, AnsibleError
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils import host_checks
+from ansible_collections.glm53.tensorfold.plugins.modules.gpu_host_verdict import ARGUMENT_SPEC
+
+
+class ActionModule(ActionBase):
+
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(ARGUMENT_SPEC)
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        task_vars = task_vars or {}
+        checked = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
+        if checked.error_messages:
+            raise AnsibleActionFail("gpu_host_verdict: %s" % "; ".join(checked.error_messages))
+        args = checked.validated_parameters
+        if args["fleet"] is not None:
+            verdicts = [(host, self._published(task_vars, host)) for host in args["fleet"]]
+            result.update(changed=False, fleet=host_checks.fleet_summary(verdicts))
+            return result
+        if args["resources"] is None or args["gpu_info"] is None:
+            raise AnsibleActionFail("gpu_host_verdict: resources and gpu_info are required to judge a host")
+        host = task_vars.get("inventory_hostname", "host")
+        expect = args["expect"]
+        observed = host_checks.observe(args["resources"], args["gpu_info"], args["peer_info"],
+                                       args["docker_info"], args["groups"], args["own_container"])
+        problems = host_checks.host_problems(host, observed, expect)
+        gpus = host_checks.select(observed["gpu_info"].get("gpus") or [], expect.get("gpu_indices", [0, 1]))[0]
+        verdict = {"status": host_checks.status(problems), "problems": problems}
+        result.update(changed=False, gpus=gpus, **verdict)
+        result["ansible_facts"] = {"gpu_host_checks_result": verdict, "gpu_host_checks_gpus": gpus}
+        return result
+
+    def _published(self, task_vars, host):
+        """The gpu_host_checks_result a host published, or None (never judged, unknown host)."""
+        resolve = getattr(self._templar, "resolve_variable_expression", None)
+        try:
+            if resolve is None:  # ansible-core before 2.19
+                return self._templar.template(task_vars["hostvars"][host]["gpu_host_checks_result"])
+            verdict = resolve("hostvars[host].gpu_host_checks_result", local_variables={"host": host})
+        except (AnsibleError, KeyError):
+            return None
+        return verdict if isinstance(verdict, dict) else None
