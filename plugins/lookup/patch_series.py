@@ -16,7 +16,7 @@ description:
     in application order - the first folder's patches (the recipe's series) by number, then the
     second folder's (the site patches) by number, and so on.
   - Every regular file counts as a patch except hidden files, C(README*) and C(series), so a
-    misnamed patch is reported by P(glm53.tensorfold.patch_series_problems#filter) instead of
+    misnamed patch is reported by M(glm53.tensorfold.image_inputs) instead of
     being skipped silently.
   - An empty term is skipped, so an unset source costs nothing.
 options:

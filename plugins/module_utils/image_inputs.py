@@ -17,6 +17,8 @@ import hashlib
 import json
 import re
 
+from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import record
+
 PATCH_NAME_RE = re.compile(r"^([0-9]{4})-.+\.patch$")
 
 # How long the tag is: 16 hex digits (64 bits) of the sha256.
@@ -92,6 +94,20 @@ def image_tag(dockerfile_text, entries, pins, length=TAG_LENGTH):
         separators=(",", ":"),
     )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:length]
+
+
+def inputs(entries, host, dockerfile_text, pins, expected_count=None):
+    """Everything the image is built from, judged and hashed once: ``problems`` (E_PATCHES records
+    from ``series_problems``), ``series_hash``, ``build_args`` (the pins plus PATCH_SERIES_SHA256,
+    what the Dockerfile's build arguments receive) and ``tag`` (``image_tag`` over all of it)."""
+    digest = series_hash(entries)
+    build_args = dict(pins, PATCH_SERIES_SHA256=digest)
+    return {
+        "problems": [record("E_PATCHES", host, what) for what in series_problems(entries, expected_count)],
+        "series_hash": digest,
+        "build_args": build_args,
+        "tag": image_tag(dockerfile_text, entries, build_args),
+    }
 
 
 def file_entry(name, data, source, path=None):

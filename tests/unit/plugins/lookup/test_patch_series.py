@@ -8,11 +8,8 @@ import hashlib
 import pytest
 
 from ansible.errors import AnsibleLookupError
-from ansible_collections.glm53.tensorfold.plugins.filter.image_inputs import FilterModule
 from ansible_collections.glm53.tensorfold.plugins.lookup.patch_series import LookupModule
-from ansible_collections.glm53.tensorfold.plugins.module_utils.image_inputs import image_tag
-
-FILTERS = FilterModule().filters()
+from ansible_collections.glm53.tensorfold.plugins.module_utils.image_inputs import image_tag, inputs
 
 
 def write(folder, name, data):
@@ -68,7 +65,7 @@ def test_editing_a_site_patch_changes_the_tag(dirs):
 def test_a_misnamed_site_file_is_reported_not_skipped(dirs):
     recipe, site = dirs
     write(site, "fix-typo.diff", b"x")
-    problems = FILTERS["patch_series_problems"](run(str(recipe), str(site)), "gpu1", 3)
+    problems = inputs(run(str(recipe), str(site)), "gpu1", "FROM x", {}, 3)["problems"]
     assert len(problems) == 1
     assert problems[0]["code"] == "E_PATCHES"
     assert problems[0]["message"].startswith("[E_PATCHES] gpu1: patch fix-typo.diff (site)")
@@ -76,7 +73,7 @@ def test_a_misnamed_site_file_is_reported_not_skipped(dirs):
 
 def test_wrong_recipe_count_is_an_e_patches_problem(dirs):
     recipe, site = dirs
-    problems = FILTERS["patch_series_problems"](run(str(recipe), str(site)), "gpu1", 93)
+    problems = inputs(run(str(recipe), str(site)), "gpu1", "FROM x", {}, 93)["problems"]
     assert [p["code"] for p in problems] == ["E_PATCHES"]
     assert "3 patches, 93 expected" in problems[0]["message"]
 

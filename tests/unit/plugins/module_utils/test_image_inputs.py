@@ -9,6 +9,7 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils.image_inputs impo
     build_failure,
     file_entry,
     image_tag,
+    inputs,
     order_source,
     patch_number,
     series_hash,
@@ -164,3 +165,20 @@ def test_cached_step_headers_alone_are_not_taken_for_the_cause():
 
 def test_a_build_with_no_output_still_reports_e_image():
     assert build_failure("")["code"] == "E_IMAGE"
+
+
+def test_inputs_hash_the_series_into_the_build_args_and_tag_all_of_it():
+    series = read_series()
+    got = inputs(series, "gpu1", dockerfile(), PINS)
+    assert got["series_hash"] == series_hash(series)
+    assert got["build_args"] == dict(PINS, PATCH_SERIES_SHA256=series_hash(series))
+    assert got["tag"] == image_tag(dockerfile(), series, dict(PINS, PATCH_SERIES_SHA256=series_hash(series)))
+    assert got["problems"] == []
+
+
+def test_inputs_report_each_series_problem_as_an_e_patches_record():
+    series = read_series() + [{"name": "fix.diff", "sha256": "0" * 64, "source": "site"}]
+    got = inputs(series, "gpu1", dockerfile(), PINS, expected_count=len(series) + 5)
+    assert [p["code"] for p in got["problems"]] == ["E_PATCHES", "E_PATCHES"]
+    assert got["problems"][0]["message"].startswith("[E_PATCHES] gpu1: patch fix.diff (site) is not named NNNN-name.patch")
+    assert "expected" in got["problems"][1]["message"]
