@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: glm53.tensorfold contributors
 # Apache License 2.0 (see LICENSE)
-"""Filters: the gateway's servers from the fleet's hostvars, and HAProxy-quoted text."""
+"""Filters: the gateway's servers from the fleet's hostvars, and a box's server name."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -35,18 +35,11 @@ def _gateway_backends(hostvars, hosts, default_port=8020):
     return backend_plan(boxes)
 
 
-def _haproxy_quote(value):
-    """A value as one double-quoted HAProxy word: backslash, double quote and $ escaped."""
-    text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
-    return '"%s"' % text
-
-
 class FilterModule(object):
     """Gateway."""
 
     def filters(self):
         return {
             "gateway_backends": _gateway_backends,
-            "haproxy_quote": _haproxy_quote,
             "gateway_server_name": server_name,
         }
