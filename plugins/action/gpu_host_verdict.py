@@ -8,12 +8,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleActionFail, AnsibleError
+from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import host_checks
 from ansible_collections.glm53.tensorfold.plugins.modules.gpu_host_verdict import ARGUMENT_SPEC
+from ansible_collections.glm53.tensorfold.plugins.plugin_utils.hostvars import published
 
 
 class ActionModule(ActionBase):
@@ -29,7 +30,10 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("gpu_host_verdict: %s" % "; ".join(checked.error_messages))
         args = checked.validated_parameters
         if args["fleet"] is not None:
-            verdicts = [(host, self._published(task_vars, host)) for host in args["fleet"]]
+            verdicts = []
+            for host in args["fleet"]:
+                verdict = published(self._templar, task_vars, host, ["gpu_host_checks_result"]).get("gpu_host_checks_result")
+                verdicts.append((host, verdict if isinstance(verdict, dict) else None))
             result.update(changed=False, fleet=host_checks.fleet_summary(verdicts))
             return result
         if args["resources"] is None or args["gpu_info"] is None:
@@ -44,14 +48,3 @@ class ActionModule(ActionBase):
         result.update(changed=False, gpus=gpus, **verdict)
         result["ansible_facts"] = {"gpu_host_checks_result": verdict, "gpu_host_checks_gpus": gpus}
         return result
-
-    def _published(self, task_vars, host):
-        """The gpu_host_checks_result a host published, or None (never judged, unknown host)."""
-        resolve = getattr(self._templar, "resolve_variable_expression", None)
-        try:
-            if resolve is None:  # ansible-core before 2.19
-                return self._templar.template(task_vars["hostvars"][host]["gpu_host_checks_result"])
-            verdict = resolve("hostvars[host].gpu_host_checks_result", local_variables={"host": host})
-        except (AnsibleError, KeyError):
-            return None
-        return verdict if isinstance(verdict, dict) else None

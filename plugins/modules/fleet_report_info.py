@@ -1,0 +1,82 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: fleet_report_info
+short_description: Build the fleet report from the hosts' published facts
+version_added: 0.2.0
+description:
+  - Reads, for each host of O(hosts), the facts the roles hand each other (C(gpu_host_checks_result),
+    C(gpu_host_checks_gpus), C(tensorfold_image_ref), C(tensorfold_image_tag),
+    C(weights_fetch_model_revision), C(rank_container_result), C(smoke_test_result),
+    C(gateway_state), C(fleet_bench_result)) and site.yml's C(tensorfold_settings_problems),
+    C(step_failure), C(fleet_report_reached_end) and C(step_stopped), and returns the report, one
+    line per host.
+  - A host's status is C(live) (smoke test passed), C(failed) (with its codes, step and what to do),
+    C(unreachable) (no failure recorded and never reached the end of the run), C(stopped), C(planned)
+    (check mode) or C(skipped) (not smoke-tested in this run).
+  - The fleet_report role renders the report as Markdown with its own template and saves both.
+author:
+  - glm53.tensorfold contributors (@glm53)
+options:
+  hosts:
+    description: The inventory hosts the report covers.
+    type: list
+    elements: str
+    required: true
+  plan:
+    description: Whether the run was a plan or check-mode run (nothing changed).
+    type: bool
+    default: false
+  slow_ratio:
+    description: A box slower than this share of the fleet's median speed gets C(W_SLOW) (after fleet_bench).
+    type: float
+    default: 0.85
+extends_documentation_fragment:
+  - glm53.tensorfold.controller
+"""
+
+EXAMPLES = r"""
+- name: Build the fleet report
+  glm53.tensorfold.fleet_report_info:
+    hosts: "{{ groups['all'] }}"
+    plan: "{{ ansible_check_mode }}"
+  register: report
+  run_once: true
+"""
+
+RETURN = r"""
+report:
+  description: >-
+    C({generated_at, plan, summary: {hosts, live, failed, unreachable, stopped, planned, skipped},
+    summary_text, hosts: [lines]}); each line has C(host), C(status), C(label), C(codes), C(stage),
+    C(endpoint), C(context), C(streams), C(image_ref), C(image_tag), C(revision), C(warnings),
+    C(errors) and C(todo). C(generated_at) is when it was built (UTC).
+  returned: always
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+# The action plugin (plugins/action/fleet_report_info.py) validates its arguments with this spec.
+ARGUMENT_SPEC = dict(
+    hosts=dict(type="list", elements="str", required=True),
+    plan=dict(type="bool", default=False),
+    slow_ratio=dict(type="float", default=0.85),
+)
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    module.fail_json(msg="glm53.tensorfold.fleet_report_info runs on the controller as an action plugin")
+
+
+if __name__ == "__main__":
+    main()
