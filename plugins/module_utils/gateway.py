@@ -32,6 +32,24 @@ def server_name(host):
     return _NAME.sub("_", str(host))
 
 
+# The facts of a box the gateway's plan reads (its inventory address and port, the failure the
+# step guard recorded this run, the smoke test's verdict).
+BOX_FACTS = ("ansible_host", "tensorfold_port", "step_failure", "smoke_test_result")
+
+
+def box_from_facts(host, facts, default_port=8020):
+    """One box of ``backend_plan`` from the facts (``BOX_FACTS``) a host published."""
+    failure = facts.get("step_failure") or {}
+    smoke = facts.get("smoke_test_result") or {}
+    return {
+        "host": host,
+        "address": facts.get("ansible_host") or host,
+        "port": facts.get("tensorfold_port") or default_port,
+        "failure_stage": failure.get("stage") if isinstance(failure, dict) else None,
+        "smoke_status": smoke.get("status") if isinstance(smoke, dict) else None,
+    }
+
+
 def backend_plan(boxes):
     """Split the fleet's boxes into the servers the gateway forwards to and those held out.
 

@@ -7,7 +7,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.gateway import (
-    backend_plan, check_summary, drain_done, find, is_up, parse_show_stat, server_name, server_state, settled)
+    backend_plan, box_from_facts, check_summary, drain_done, find, is_up, parse_show_stat, server_name, server_state, settled)
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 
@@ -76,3 +76,18 @@ def test_states_between_checks_and_drains():
     assert not settled([dict(row, backend="engines")], "engines")
     assert settled([dict(row, backend="engines", status="UP")], "engines")
     assert not settled([dict(row, backend="engines", status="UP", check_status="INI")], "engines")
+
+
+def test_a_box_is_read_from_its_inventory_address_port_failure_and_smoke_verdict():
+    facts = {"ansible_host": "10.0.0.12", "tensorfold_port": 8030,
+             "step_failure": {"stage": "weights_fetch", "task": "t", "message": "m"},
+             "smoke_test_result": {"status": "failed"}}
+    assert box_from_facts("gpu-box-02", facts) == {"host": "gpu-box-02", "address": "10.0.0.12", "port": 8030,
+                                                   "failure_stage": "weights_fetch", "smoke_status": "failed"}
+    plan = backend_plan([box_from_facts("gpu-box-02", facts)])
+    assert plan["held_out"] == [{"host": "gpu-box-02", "name": "gpu-box-02", "reason": "failed in weights_fetch this run"}]
+
+
+def test_a_box_without_facts_is_served_at_its_name_and_the_default_port():
+    assert box_from_facts("gpu-box-01", {}, default_port=8020) == {
+        "host": "gpu-box-01", "address": "gpu-box-01", "port": 8020, "failure_stage": None, "smoke_status": None}

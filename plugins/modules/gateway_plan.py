@@ -1,0 +1,75 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: gateway_plan
+short_description: Plan the site gateway's servers, and the boxes it holds out
+version_added: 0.2.0
+description:
+  - Reads, for each box of O(hosts), its address (C(ansible_host), else its name),
+    C(tensorfold_port), the failure the step guard recorded this run (C(step_failure)) and the
+    smoke test's verdict (C(smoke_test_result)).
+  - A box that failed a step this run, or whose smoke test did not find it LIVE, is held out with
+    the reason; a box the smoke test did not judge this run stays, and the gateway's own check (a
+    real completion) judges it.
+author:
+  - glm53.tensorfold contributors (@glm53)
+options:
+  hosts:
+    description: The fleet's boxes (the C(gpu_hosts) group).
+    type: list
+    elements: str
+    required: true
+  default_port:
+    description: The engines' port where a box does not set C(tensorfold_port).
+    type: int
+    default: 8020
+extends_documentation_fragment:
+  - glm53.tensorfold.controller
+"""
+
+EXAMPLES = r"""
+- name: Plan the gateway's servers
+  glm53.tensorfold.gateway_plan:
+    hosts: "{{ groups['gpu_hosts'] }}"
+  register: gateway_plan
+"""
+
+RETURN = r"""
+servers:
+  description: The boxes the gateway forwards to, sorted by host.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"host": "gpu-box-01", "name": "gpu-box-01", "address": "10.0.0.11", "port": 8020}]
+held_out:
+  description: The boxes held out, with the reason, sorted by host.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"host": "gpu-box-02", "name": "gpu-box-02", "reason": "failed in gpu_host_checks this run"}]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+# The action plugin (plugins/action/gateway_plan.py) validates its arguments with this spec.
+ARGUMENT_SPEC = dict(
+    hosts=dict(type="list", elements="str", required=True),
+    default_port=dict(type="int", default=8020),
+)
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    module.fail_json(msg="glm53.tensorfold.gateway_plan runs on the controller as an action plugin")
+
+
+if __name__ == "__main__":
+    main()
