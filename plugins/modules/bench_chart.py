@@ -21,7 +21,7 @@ author:
   - glm53.tensorfold contributors (@glm53)
 options:
   report:
-    description: The fleet report (the C(glm53.tensorfold.fleet_report) filter's result) holding C(bench) figures.
+    description: The fleet report (the C(report) that M(glm53.tensorfold.fleet_report_info) returns) holding C(bench) figures.
     type: dict
     required: true
   dest:
