@@ -22,8 +22,8 @@ description:
   - Sets the facts C(gpu_host_checks_result) (C(status), C(problems)) and C(gpu_host_checks_gpus)
     (the checked GPUs in rank order) that later roles and the fleet report read.
   - When the recipe's own container already runs on the host, the GPU memory, busy and port checks
-    are left out: its ranks are what holds them.
-  - With O(fleet), judges nothing and sums up the C(gpu_host_checks_result) of the hosts named: one
+    are left out, since its ranks are what holds them.
+  - With O(fleet), judges nothing and sums up the C(gpu_host_checks_result) of the hosts named - one
     line per host, their codes and the counts (a host without a result counts as failed).
 author:
   - glm53.tensorfold contributors (@glm53)
