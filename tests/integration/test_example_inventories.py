@@ -22,7 +22,7 @@ def defaults():
 def test_every_shared_setting_is_documented_with_its_default():
     with open(os.path.join(ROOT, "inventories", "example", "group_vars", "all.yml")) as handle:
         text = handle.read()
-    documented = dict(re.findall(r"^# (tensorfold_[a-z0-9_]+): (.*)$", text, re.M))
+    documented = dict(re.findall(r"^# ([a-z][a-z0-9_]+): (.*)$", text, re.M))
     for name, value in defaults().items():
         assert name in documented, name
         if name in ("tensorfold_hf_token", "tensorfold_api_key"):
