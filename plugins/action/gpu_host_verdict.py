@@ -46,5 +46,4 @@ class ActionModule(ActionBase):
         gpus = host_checks.select(observed["gpu_info"].get("gpus") or [], expect.get("gpu_indices", [0, 1]))[0]
         verdict = {"status": host_checks.status(problems), "problems": problems}
         result.update(changed=False, gpus=gpus, **verdict)
-        result["ansible_facts"] = {"gpu_host_checks_result": verdict, "gpu_host_checks_gpus": gpus}
         return result

@@ -27,5 +27,5 @@ class ActionModule(ActionBase):
         if checked.error_messages:
             raise AnsibleActionFail("host_plan: %s" % "; ".join(checked.error_messages))
         lines = plan_lines(dict(checked.validated_parameters["settings"]), dict(checked.validated_parameters["known"]))
-        result.update(changed=False, lines=lines, ansible_facts={"fleet_plan_lines": lines})
+        result.update(changed=False, lines=lines)
         return result

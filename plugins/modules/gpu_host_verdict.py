@@ -19,8 +19,8 @@ description:
     every problem with its code, in the recipe's order of checks (platform, tools, Docker daemon,
     docker group, NVIDIA runtime, GPU count and model, driver, memory per GPU, compute processes,
     power cap, peer-to-peer, disk, host memory, ports), with the host's status.
-  - Sets the facts C(gpu_host_checks_result) (C(status), C(problems)) and C(gpu_host_checks_gpus)
-    (the checked GPUs in rank order) that later roles and the fleet report read.
+  - The gpu_host_checks role publishes its answer as C(gpu_host_checks_result) (C(status),
+    C(problems)) and C(gpu_host_checks_gpus) (the checked GPUs in rank order).
   - When the recipe's own container already runs on the host, the GPU memory, busy and port checks
     are left out, since its ranks are what holds them.
   - With O(fleet), judges nothing and sums up the C(gpu_host_checks_result) of the hosts named - one

@@ -18,7 +18,6 @@ description:
     lines, the C(docker run) and the smoke requests. What is not known (no image reference yet,
     Docker not answering) is printed as not known.
   - The API key never appears; O(settings) carries C(tensorfold_api_key_set) instead of the key.
-  - Sets the fact C(fleet_plan_lines) that the fleet_plan role prints.
 author:
   - glm53.tensorfold contributors (@glm53)
 options:
