@@ -9,41 +9,29 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import host_checks
-from ansible_collections.glm53.tensorfold.plugins.modules.gpu_host_verdict import ARGUMENT_SPEC
+from ansible_collections.glm53.tensorfold.plugins.modules import gpu_host_verdict
+from ansible_collections.glm53.tensorfold.plugins.plugin_utils.controller_action import ControllerAction
 from ansible_collections.glm53.tensorfold.plugins.plugin_utils.hostvars import published
 
 
-class ActionModule(ActionBase):
+class ActionModule(ControllerAction):
 
-    TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(ARGUMENT_SPEC)
+    ARGUMENT_SPEC = gpu_host_verdict.ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        task_vars = task_vars or {}
-        checked = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
-        if checked.error_messages:
-            raise AnsibleActionFail("gpu_host_verdict: %s" % "; ".join(checked.error_messages))
-        args = checked.validated_parameters
+    def answer(self, args, task_vars):
         if args["fleet"] is not None:
             verdicts = []
             for host in args["fleet"]:
                 verdict = published(self._templar, task_vars, host, ["gpu_host_checks_result"]).get("gpu_host_checks_result")
                 verdicts.append((host, verdict if isinstance(verdict, dict) else None))
-            result.update(changed=False, fleet=host_checks.fleet_summary(verdicts))
-            return result
+            return {"fleet": host_checks.fleet_summary(verdicts)}
         if args["resources"] is None or args["gpu_info"] is None:
             raise AnsibleActionFail("gpu_host_verdict: resources and gpu_info are required to judge a host")
-        host = task_vars.get("inventory_hostname", "host")
         expect = args["expect"]
         observed = host_checks.observe(args["resources"], args["gpu_info"], args["peer_info"],
                                        args["docker_info"], args["groups"], args["own_container"])
-        problems = host_checks.host_problems(host, observed, expect)
+        problems = host_checks.host_problems(task_vars.get("inventory_hostname", "host"), observed, expect)
         gpus = host_checks.select(observed["gpu_info"].get("gpus") or [], expect.get("gpu_indices", [0, 1]))[0]
-        verdict = {"status": host_checks.status(problems), "problems": problems}
-        result.update(changed=False, gpus=gpus, **verdict)
-        return result
+        return {"status": host_checks.status(problems), "problems": problems, "gpus": gpus}

@@ -8,26 +8,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.plugins.action import ActionBase
-
-from ansible_collections.glm53.tensorfold.plugins.module_utils import image_inputs
-from ansible_collections.glm53.tensorfold.plugins.modules.image_inputs import ARGUMENT_SPEC
+from ansible_collections.glm53.tensorfold.plugins.module_utils.image_inputs import inputs
+from ansible_collections.glm53.tensorfold.plugins.modules import image_inputs
+from ansible_collections.glm53.tensorfold.plugins.plugin_utils.controller_action import ControllerAction
 
 
-class ActionModule(ActionBase):
+class ActionModule(ControllerAction):
 
-    TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(ARGUMENT_SPEC)
+    ARGUMENT_SPEC = image_inputs.ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        checked = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
-        if checked.error_messages:
-            raise AnsibleActionFail("image_inputs: %s" % "; ".join(checked.error_messages))
-        args = checked.validated_parameters
-        host = (task_vars or {}).get("inventory_hostname", "host")
-        result.update(image_inputs.inputs(args["series"], host, args["dockerfile"], args["pins"], args["expected_count"]))
-        result["changed"] = False
-        return result
+    def answer(self, args, task_vars):
+        return inputs(args["series"], task_vars.get("inventory_hostname", "host"), args["dockerfile"], args["pins"],
+                      args["expected_count"])

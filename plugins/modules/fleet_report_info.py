@@ -63,9 +63,9 @@ report:
   type: dict
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.glm53.tensorfold.plugins.module_utils.controller_action import refuse_on_host
 
-# The action plugin (plugins/action/fleet_report_info.py) validates its arguments with this spec.
+# The action plugin (plugins/action/fleet_report_info.py) checks its arguments against this spec.
 ARGUMENT_SPEC = dict(
     hosts=dict(type="list", elements="str", required=True),
     plan=dict(type="bool", default=False),
@@ -74,8 +74,7 @@ ARGUMENT_SPEC = dict(
 
 
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    module.fail_json(msg="glm53.tensorfold.fleet_report_info runs on the controller as an action plugin")
+    refuse_on_host("fleet_report_info", ARGUMENT_SPEC)
 
 
 if __name__ == "__main__":

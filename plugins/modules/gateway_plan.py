@@ -57,9 +57,9 @@ held_out:
   sample: [{"host": "gpu-box-02", "name": "gpu-box-02", "reason": "failed in gpu_host_checks this run"}]
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.glm53.tensorfold.plugins.module_utils.controller_action import refuse_on_host
 
-# The action plugin (plugins/action/gateway_plan.py) validates its arguments with this spec.
+# The action plugin (plugins/action/gateway_plan.py) checks its arguments against this spec.
 ARGUMENT_SPEC = dict(
     hosts=dict(type="list", elements="str", required=True),
     default_port=dict(type="int", default=8020),
@@ -67,8 +67,7 @@ ARGUMENT_SPEC = dict(
 
 
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    module.fail_json(msg="glm53.tensorfold.gateway_plan runs on the controller as an action plugin")
+    refuse_on_host("gateway_plan", ARGUMENT_SPEC)
 
 
 if __name__ == "__main__":

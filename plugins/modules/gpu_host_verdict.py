@@ -100,9 +100,9 @@ fleet:
   sample: {"lines": ["gpu-a: pass", "gpu-b: warnings (W_P2P)"], "counts": {"pass": 1, "warn": 1, "fail": 0}}
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.glm53.tensorfold.plugins.module_utils.controller_action import refuse_on_host
 
-# The action plugin (plugins/action/gpu_host_verdict.py) validates its arguments with this spec.
+# The action plugin (plugins/action/gpu_host_verdict.py) checks its arguments against this spec.
 ARGUMENT_SPEC = dict(
     resources=dict(type="dict"),
     gpu_info=dict(type="dict"),
@@ -116,8 +116,7 @@ ARGUMENT_SPEC = dict(
 
 
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    module.fail_json(msg="glm53.tensorfold.gpu_host_verdict runs on the controller as an action plugin")
+    refuse_on_host("gpu_host_verdict", ARGUMENT_SPEC)
 
 
 if __name__ == "__main__":

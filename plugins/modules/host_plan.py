@@ -52,9 +52,9 @@ lines:
   elements: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.glm53.tensorfold.plugins.module_utils.controller_action import refuse_on_host
 
-# The action plugin (plugins/action/host_plan.py) validates its arguments with this spec.
+# The action plugin (plugins/action/host_plan.py) checks its arguments against this spec.
 ARGUMENT_SPEC = dict(
     settings=dict(type="dict", required=True),
     known=dict(type="dict", default={}),
@@ -62,8 +62,7 @@ ARGUMENT_SPEC = dict(
 
 
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    module.fail_json(msg="glm53.tensorfold.host_plan runs on the controller as an action plugin")
+    refuse_on_host("host_plan", ARGUMENT_SPEC)
 
 
 if __name__ == "__main__":

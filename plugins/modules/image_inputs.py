@@ -77,9 +77,9 @@ tag:
   sample: 3f6c2a9d0b1e4f57
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.glm53.tensorfold.plugins.module_utils.controller_action import refuse_on_host
 
-# The action plugin (plugins/action/image_inputs.py) validates its arguments with this spec.
+# The action plugin (plugins/action/image_inputs.py) checks its arguments against this spec.
 ARGUMENT_SPEC = dict(
     series=dict(type="list", elements="dict", required=True),
     expected_count=dict(type="int"),
@@ -89,8 +89,7 @@ ARGUMENT_SPEC = dict(
 
 
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    module.fail_json(msg="glm53.tensorfold.image_inputs runs on the controller as an action plugin")
+    refuse_on_host("image_inputs", ARGUMENT_SPEC)
 
 
 if __name__ == "__main__":

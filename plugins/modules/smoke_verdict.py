@@ -82,9 +82,9 @@ verdict:
       elements: dict
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.glm53.tensorfold.plugins.module_utils.controller_action import refuse_on_host
 
-# The action plugin (plugins/action/smoke_verdict.py) validates its arguments with this spec.
+# The action plugin (plugins/action/smoke_verdict.py) checks its arguments against this spec.
 ARGUMENT_SPEC = dict(
     answers=dict(type="dict", required=True),
     url=dict(type="str", required=True),
@@ -96,8 +96,7 @@ ARGUMENT_SPEC = dict(
 
 
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    module.fail_json(msg="glm53.tensorfold.smoke_verdict runs on the controller as an action plugin")
+    refuse_on_host("smoke_verdict", ARGUMENT_SPEC)
 
 
 if __name__ == "__main__":
