@@ -65,7 +65,7 @@ molecule_step_times() {
   local line step="" t0 now out=()
   while IFS= read -r line; do
     printf '%s\n' "$line"
-    if [[ $line =~ (\>|➜)\ ([a-z_]+)\]?:?\ Executing ]]; then
+    if [[ $line =~ (\>|➜)\ ([a-z_]+)\]?:?\ Executing$ ]]; then
       now=$EPOCHREALTIME
       [ -n "$step" ] && out+=("$step $(awk "BEGIN { printf \"%.0f\", $now - $t0 }")s")
       step=${BASH_REMATCH[2]}; t0=$now
