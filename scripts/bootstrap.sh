@@ -22,6 +22,7 @@ os_packages() {
   command -v git >/dev/null 2>&1 || want+=(git)
   command -v ip >/dev/null 2>&1 || want+=(iproute2)
   command -v curl >/dev/null 2>&1 || want+=(curl)
+  command -v gpg >/dev/null 2>&1 || want+=(gnupg)  # the stand-in NVIDIA repository (tests)
   python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || want+=(python3-venv)
   if [ "${#want[@]}" -gt 0 ]; then
     need_root

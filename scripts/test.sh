@@ -14,6 +14,7 @@ export ANSIBLE_COLLECTIONS_PATH="$ROOT/.cache/collections"
 export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0 NO_COLOR=1 ANSIBLE_NOCOLOR=1
 
 PASSED=0; FAILED=0; RESULTS=()
+MOLECULE_STEP_LOG=$(mktemp); trap 'rm -f "$MOLECULE_STEP_LOG"' EXIT
 SUITE_START=$(date +%s)
 stage() {  # stage NAME COMMAND...
   local name=$1; shift
@@ -58,8 +59,24 @@ run_pytest() {  # playbook runs on localhost, and each stand-in's own tests besi
 }
 # Prometheus' config, rules and the alerts' unit tests, with Debian's promtool (no Docker).
 run_promtool() { bash tests/monitoring/promtool.sh; }
+# Passes Molecule's output through, then prints how long each of its steps took (from one step's
+# "Executing" line to the next), so a slow scenario shows where its time goes.
+molecule_step_times() {
+  local line step="" t0 now out=()
+  while IFS= read -r line; do
+    printf '%s\n' "$line"
+    if [[ $line =~ (\>|➜)\ ([a-z_]+)\]?:?\ Executing$ ]]; then
+      now=$EPOCHREALTIME
+      [ -n "$step" ] && out+=("$step $(awk "BEGIN { printf \"%.0f\", $now - $t0 }")s")
+      step=${BASH_REMATCH[2]}; t0=$now
+    fi
+  done
+  [ -n "$step" ] && out+=("$step $(awk "BEGIN { printf \"%.0f\", $EPOCHREALTIME - $t0 }")s")
+  echo "--- molecule steps: ${out[*]}"
+  echo "molecule $1: ${out[*]}" >>"$MOLECULE_STEP_LOG"
+}
 run_molecule() {  # run_molecule NAME
-  molecule test -s "$1"; local rc=$?
+  molecule test -s "$1" 2>&1 | molecule_step_times "$1"; local rc=${PIPESTATUS[0]}
   # The boxes' /var/lib/docker volumes are named glm53-molecule-SCENARIO-HOST.
   docker volume ls -q --filter "name=glm53-molecule-$1-" | xargs -r docker volume rm >/dev/null 2>&1
   return $rc
@@ -84,6 +101,7 @@ done
 echo
 echo "=== summary"
 printf '%s\n' "${RESULTS[@]}"
+[ -s "$MOLECULE_STEP_LOG" ] && { echo "=== molecule steps (seconds)"; cat "$MOLECULE_STEP_LOG"; }
 echo "suite wall time: $(( $(date +%s) - SUITE_START ))s"
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

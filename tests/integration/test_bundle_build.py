@@ -19,8 +19,14 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.path.dirname(sys.executable)
 STANDINS = os.path.join(ROOT, "tests", "standins")
 
-pytestmark = pytest.mark.skipif(not (shutil.which("gpg") and shutil.which("dpkg-deb")),
-                                reason="the stand-in NVIDIA repository needs gpg and dpkg-deb")
+
+
+@pytest.fixture(autouse=True)
+def repository_tools_installed():
+    """The stand-in NVIDIA repository needs gpg and dpkg-deb: a missing one fails these tests
+    (scripts/bootstrap.sh installs them)."""
+    missing = [tool for tool in ("gpg", "dpkg-deb") if not shutil.which(tool)]
+    assert not missing, "missing %s: apt-get install gnupg dpkg (scripts/bootstrap.sh)" % missing
 
 
 def free_port():

@@ -35,7 +35,12 @@ def docker_ok():
         return False
 
 
-pytestmark = pytest.mark.skipif(not docker_ok(), reason="needs Docker and the base image %s" % IMAGE)
+
+
+@pytest.fixture(autouse=True)
+def docker_and_base_image():
+    """A missing Docker engine or base image fails these tests (scripts/bootstrap.sh makes both)."""
+    assert docker_ok(), "needs a running Docker engine and the base image %s (scripts/bootstrap.sh)" % IMAGE
 
 
 class Health(http.server.BaseHTTPRequestHandler):

@@ -25,7 +25,12 @@ PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 KEY = "monitoring-canary-key-5521"
 
-pytestmark = pytest.mark.skipif(not os.path.exists(PROMETHEUS), reason="Debian's prometheus package is not installed")
+
+
+@pytest.fixture(autouse=True)
+def prometheus_installed():
+    """A missing prometheus fails these tests (scripts/bootstrap.sh installs Debian's package)."""
+    assert os.path.exists(PROMETHEUS), "prometheus is missing: apt-get install prometheus (scripts/bootstrap.sh)"
 
 
 def free_port():
