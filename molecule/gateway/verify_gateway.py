@@ -431,8 +431,14 @@ def main():
     check("the unchanged box was not drained", not windows["gateway-gpu-c"], str(windows["gateway-gpu-c"]))
     spans = sorted((w[0], w[1], box) for box in changed for w in windows[box])
     overlap = [(a[2], b[2]) for a, b in zip(spans, spans[1:]) if b[0] <= a[1]]
+    batches = deploy.stdout.count("PLAY [Rolling restart, a few hosts at a time]")
+    said = [line.strip() for line in deploy.stdout.splitlines() if "drained at" in line or "rolling restart" in line]
     check("the changed boxes were drained one at a time", len(spans) == 2 and not overlap,
-          "; ".join("%s drained %.1f-%.1f s" % (box, start - began, end - began) for start, end, box in spans))
+          "; ".join("%s drained %.1f-%.1f s" % (box, start - began, end - began) for start, end, box in spans)
+          + "; restart play in %d batch(es); states seen: %s; %s" % (
+              batches, ", ".join("%s %s at %.1f s" % (name, status, when - began)
+                                 for when, name, status in watcher.changes if when >= began),
+              " | ".join(said)[-800:]))
     for box in changed:
         leaks = [t for t in client_starts(box, after=began) for (start, end) in windows[box] if start + 0.3 < t < end]
         check("%s got no new request while drained for the deploy" % box, bool(windows[box]) and not leaks,
