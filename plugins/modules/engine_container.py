@@ -190,7 +190,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 result:
-  description: C(status) (running, would_start, replace_pending, stopped, not_deployed), C(endpoint), C(context), C(streams), C(starts), C(log_dir), C(warnings).
+  description:
+    - C(status) (running, would_start, replace_pending, stopped, not_deployed), C(endpoint), C(context), C(streams),
+      C(starts), C(log_dir), C(warnings).
   returned: always
   type: dict
 messages:
