@@ -13,7 +13,11 @@ Arguments: the Molecule inventory, the checkout, the scenario's ephemeral folder
 4. A box wedged under load (/health fine, completions never finish) is out of rotation within two
    check intervals; a load sent after that has no failed request and none reaches the wedged box;
    the fleet report (site.yml --tags gateway) names it; heal.yml restarts it, and only it.
-5. The API key canary is nowhere but its files: Ansible's output, the command lines of every
+5. A deploy that changes a setting of two boxes (site.yml --tags start,smoke,gateway, as converge
+   runs it) under a bounded streaming load: no failed request, the two changed boxes replaced one at
+   a time, each drained at the gateway first (their drained windows do not overlap, no new request
+   inside them), the unchanged box neither drained nor restarted.
+6. The API key canary is nowhere but its files: Ansible's output, the command lines of every
    process on every box, the gateway and the controller, docker inspect, HAProxy's configuration
    and logs, aiperf's artifacts.
 """
@@ -398,7 +402,49 @@ def main():
     check("the healed box is back in rotation", wait_for(lambda: servers().get(wedged, ("",))[0] == "UP", 30),
           str(servers()))
 
-    # 5. the canary
+    # 5. a deploy that changes a setting of two boxes, under load
+    changed = ["gateway-gpu-a", "gateway-gpu-b"]
+    extra = os.path.join(EPHEMERAL, "changed-setting.yml")
+    with open(extra, "w") as handle:
+        handle.write("tensorfold_max_tokens: \"{{ 16384 if inventory_hostname in %s else 32768 }}\"\n" % changed)
+    wait_for(lambda: all(s[0] == "UP" for s in servers().values()), 30)
+    before = dict((box, started_at(box)) for box in BOXES)
+    watcher = Watcher()
+    watcher.start()
+    streams = Streams(6)
+    streams.start()
+    time.sleep(2)
+    began = time.time()
+    deploy = playbook("site.yml", "--tags", "start,smoke,gateway", "-e", "@" + extra)
+    deploy_s = time.time() - began
+    streams.finish()
+    watcher.stop = True
+    watcher.join()
+    after = dict((box, started_at(box)) for box in BOXES)
+    check("a deploy with a changed setting ran", deploy.returncode == 0,
+          "rc %d in %.0f s; %s" % (deploy.returncode, deploy_s, deploy.stdout[-1500:] if deploy.returncode else ""))
+    check("no failed request during the deploy", streams.ok > 0 and not streams.failed,
+          "%d finished, %d failed %s" % (streams.ok, len(streams.failed), streams.failed[:3]))
+    replaced = sorted(b for b in BOXES if before[b] != after[b])
+    check("the deploy replaced the changed boxes only", replaced == changed, "replaced %s" % replaced)
+    windows = dict((box, [w for w in watcher.drained_windows(box) if w[0] >= began]) for box in BOXES)
+    check("the unchanged box was not drained", not windows["gateway-gpu-c"], str(windows["gateway-gpu-c"]))
+    spans = sorted((w[0], w[1], box) for box in changed for w in windows[box])
+    overlap = [(a[2], b[2]) for a, b in zip(spans, spans[1:]) if b[0] <= a[1]]
+    batches = deploy.stdout.count("PLAY [Rolling restart, a few hosts at a time]")
+    said = [line.strip() for line in deploy.stdout.splitlines() if "drained at" in line or "rolling restart" in line]
+    check("the changed boxes were drained one at a time", len(spans) == 2 and not overlap,
+          "; ".join("%s drained %.1f-%.1f s" % (box, start - began, end - began) for start, end, box in spans)
+          + "; restart play in %d batch(es); states seen: %s; %s" % (
+              batches, ", ".join("%s %s at %.1f s" % (name, status, when - began)
+                                 for when, name, status in watcher.changes if when >= began),
+              " | ".join(said)[-800:]))
+    for box in changed:
+        leaks = [t for t in client_starts(box, after=began) for (start, end) in windows[box] if start + 0.3 < t < end]
+        check("%s got no new request while drained for the deploy" % box, bool(windows[box]) and not leaks,
+              "%d request(s) started inside" % len(leaks))
+
+    # 6. the canary
     places = {}
     with open(os.path.join(EPHEMERAL, "ansible-output.log")) as handle:
         places["Ansible's output"] = handle.read()

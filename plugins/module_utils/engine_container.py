@@ -450,6 +450,10 @@ class EngineContainer(object):
                       "tensorfold_image_ref and this host has no record of a started image",
                       "Run the whole site playbook (the image role builds it) or set rank_container_image.")
         key_changed = False
+        if self.replace_deferred(info, image, restart):
+            pending = self.served(self.window()[0], 0)
+            pending["status"] = "replace_pending"
+            return pending
         if p["api_key"]:
             if not self.check_mode:
                 key_changed = write_private(self.key_path, p["api_key"] + "\n")
@@ -518,6 +522,31 @@ class EngineContainer(object):
         self.keep_restarting(None)
         self.save_models(run_dir)
         return self.served(window, number)
+
+    def will_replace(self, info, image):
+        """True when a start would stop this running container of ours for a new one: its settings
+        fingerprint (runner, image, mounts, env...) differs from its label, or the API key changed."""
+        if info is None or not info.get("State", {}).get("Running") or not self.ours(info):
+            return False
+        self.key = self.fit_key(image)
+        window = self.window()[0]
+        labels = info.get("Config", {}).get("Labels") or {}
+        key_differs = bool(self.p["api_key"]) and _read(self.key_path) != self.p["api_key"] + "\n"
+        return labels.get(self.p["label"] + ".settings") != self.fingerprint(self.runner(window), image) or key_differs
+
+    def replace_deferred(self, info, image, restart):
+        """With defer_replace (a gateway is in front of the boxes), a start that would replace the
+        running container leaves it serving, untouched: the rolling restart step replaces it,
+        drained at the gateway, one box at a time. In check mode the start says so instead."""
+        if restart or not self.p.get("defer_replace") or not self.will_replace(info, image):
+            return False
+        if self.check_mode:
+            self.messages.append("%s: the settings or the image changed; %s would be drained at the gateway, "
+                                 "then restarted" % (self.host, self.p["name"]))
+            return False
+        self.messages.append("%s: the settings or the image changed; %s keeps serving until the rolling restart "
+                             "step drains it at the gateway and replaces it" % (self.host, self.p["name"]))
+        return True
 
     def keep_restarting(self, info):
         """Once the API answers, docker restarts the container after a crash or a daemon restart,

@@ -152,6 +152,14 @@ options:
     description: Docker restart policy given once the API answers (a start itself never restarts).
     type: str
     default: on-failure:3
+  defer_replace:
+    description:
+      - With I(state=started), a running container of this role whose settings fingerprint or API key differs is
+        left serving, untouched, and the result's status is C(replace_pending) (the rolling restart step then
+        replaces it, drained at the gateway). Check mode says it would drain and restart.
+      - The rank_container role sets it when the inventory has gateways.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -182,7 +190,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 result:
-  description: C(status) (running, would_start, stopped, not_deployed), C(endpoint), C(context), C(streams), C(starts), C(log_dir), C(warnings).
+  description:
+    - C(status) (running, would_start, replace_pending, stopped, not_deployed), C(endpoint), C(context), C(streams),
+      C(starts), C(log_dir), C(warnings).
   returned: always
   type: dict
 messages:
@@ -236,6 +246,7 @@ def main():
             log_tail_lines=dict(type="int", default=25),
             stop_grace=dict(type="int", default=20),
             restart_policy=dict(type="str", default="on-failure:3"),
+            defer_replace=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )

@@ -71,6 +71,26 @@ def test_restarts_go_one_host_at_a_time(collection, tmp_path):
     assert output.count("PLAY [Rolling restart, a few hosts at a time]") == 3, output
 
 
+@pytest.mark.parametrize("tags", [[], ["--tags", "start,smoke,gateway"]])
+def test_a_deploy_replaces_a_pending_box_in_the_rolling_restart_and_only_it(collection, tmp_path, tags):
+    # gpu-b's start left its changed container serving (a gateway is in front): the restart play
+    # replaces it after the start and smoke steps, one host per batch; gpu-a is not restarted.
+    pending = {"gpu-b": {"stub_facts": {"rank_container": {"rank_container_replace_pending": True}}}}
+    rc, output, ran = site(collection, tmp_path, host_vars=pending, args=tags)
+    assert rc == 0, output
+    deploy = DEPLOY if not tags else ["rank_container", "smoke_test"]
+    assert roles(ran["gpu-a"]) == deploy, output
+    assert roles(ran["gpu-b"]) == deploy + ["rank_container", "smoke_test"], output
+    assert ran["gpu-b"][-2] == ("rank_container", "restart"), output
+    assert output.count("PLAY [Rolling restart, a few hosts at a time]") == 2, output
+
+
+def test_a_deploy_with_nothing_pending_runs_the_restart_play_as_one_batch(collection, tmp_path):
+    rc, output, _ = site(collection, tmp_path, hosts=("gpu-a", "gpu-b", "gpu-c"))
+    assert rc == 0, output
+    assert output.count("PLAY [Rolling restart, a few hosts at a time]") == 1, output
+
+
 @pytest.mark.parametrize("how", [["--tags", "stop"], ["-e", "tensorfold_action=stop"]])
 def test_stop_runs_only_the_stop(collection, tmp_path, how):
     rc, output, ran = site(collection, tmp_path, args=how)

@@ -233,3 +233,48 @@ def test_a_changed_restart_policy_is_applied_in_place_and_reported(tmp_path):
     assert box.run("started")["status"] == "running" and box.changed
     assert docker.containers["glm53-zig"]["HostConfig"]["RestartPolicy"]["Name"] == "unless-stopped"
     assert len([c for c in docker.calls if c[1] == "run"]) == 2  # the argument check and one start
+
+
+def starts(docker):
+    return len([c for c in docker.calls if c[1] == "run" and "-d" in c])
+
+
+@pytest.mark.parametrize("change", [{"image": "img:new"}, {"env": {"NEW": "1"}}, {"api_key": "other-key"},
+                                    {"settings": {"tensorfold_parallel": "4", "tensorfold_port": 8020,
+                                                  "tensorfold_max_tokens": 8192}}])
+def test_defer_replace_leaves_a_changed_container_serving_and_says_it_is_pending(tmp_path, change):
+    docker = FakeDocker(fitting, images=("img:tag", "img:new"))
+    engine(tmp_path, docker, context="65536", api_key="key-1").run("started")
+    before = dict(docker.containers["glm53-zig"]["Config"]["Labels"])
+    box = engine(tmp_path, docker, **dict({"context": "65536", "api_key": "key-1", "defer_replace": True}, **change))
+    result = box.run("started")
+    assert result["status"] == "replace_pending" and not box.changed and starts(docker) == 1
+    assert docker.containers["glm53-zig"]["Config"]["Labels"] == before
+    assert open(str(tmp_path / ".state" / "api-key")).read() == "key-1\n"  # the old key stays until the restart
+    assert "rolling restart" in " ".join(box.messages)
+    # The restart (the rolling restart step) then replaces it.
+    again = engine(tmp_path, docker, **dict({"context": "65536", "api_key": "key-1", "defer_replace": True}, **change))
+    assert again.run("restarted")["status"] == "running" and starts(docker) == 2
+
+
+def test_defer_replace_starts_what_needs_no_drain(tmp_path):
+    docker = FakeDocker(fitting)
+    # No container yet: an ordinary first start.
+    first = engine(tmp_path, docker, context="65536", defer_replace=True)
+    assert first.run("started")["status"] == "running" and starts(docker) == 1
+    # Unchanged: left alone, not pending.
+    same = engine(tmp_path, docker, context="65536", defer_replace=True)
+    assert same.run("started")["status"] == "running" and not same.changed and starts(docker) == 1
+    # Stopped with other settings: nothing to drain, started at once.
+    docker.containers["glm53-zig"]["State"].update(Running=False, Status="exited")
+    stopped = engine(tmp_path, docker, context="65536", env={"NEW": "1"}, defer_replace=True)
+    assert stopped.run("started")["status"] == "running" and starts(docker) == 2
+
+
+def test_defer_replace_in_check_mode_says_it_would_drain(tmp_path):
+    docker = FakeDocker(fitting)
+    engine(tmp_path, docker, context="65536").run("started")
+    plan = engine(tmp_path, docker, context="65536", env={"NEW": "1"}, defer_replace=True)
+    plan.check_mode = True
+    assert plan.run("started")["status"] == "would_start" and starts(docker) == 1
+    assert any("drained at the gateway" in m for m in plan.messages)
