@@ -182,7 +182,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 result:
-  description: C(status) (running, would_start, stopped, not_deployed), C(endpoint), C(context), C(streams), C(starts), C(log_dir), C(warnings).
+  description: C(status) (running, would_start, stopped, not_deployed), C(endpoint), C(context), C(streams), C(starts), C(log_dir), C(warnings), and for a running container C(fingerprint) (its settings label).
   returned: always
   type: dict
 messages:

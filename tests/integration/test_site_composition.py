@@ -16,8 +16,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 import stub_collection  # noqa: E402
 from ansible_run import run_playbook  # noqa: E402
 
-DEPLOY = ["tensorfold_image:validate", "gpu_host_checks", "nvidia_toolkit", "tensorfold_image", "weights_fetch",
-          "rank_container", "smoke_test"]
+# A full deploy: pre-flight (the image pins, the fast path's comparison), the steps, the deploy record.
+STEPS = ["gpu_host_checks", "nvidia_toolkit", "tensorfold_image", "weights_fetch", "rank_container", "smoke_test"]
+DEPLOY = ["tensorfold_image:validate", "rank_container:converged"] + STEPS + ["rank_container:deployed"]
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +69,7 @@ def test_restarts_go_one_host_at_a_time(collection, tmp_path):
     rc, output, _ = site(collection, tmp_path, hosts=("gpu-a", "gpu-b", "gpu-c"), args=["--tags", "restart"])
     assert rc == 0, output
     # One batch per host: the restart play is printed once per batch.
-    assert output.count("PLAY [Rolling restart, a few hosts at a time]") == 3, output
+    assert output.count("PLAY [Rolling restart, tensorfold_restart_serial hosts at a time (drain, restart, smoke test, undrain)]") == 3, output
 
 
 @pytest.mark.parametrize("how", [["--tags", "stop"], ["-e", "tensorfold_action=stop"]])
@@ -93,7 +94,8 @@ def test_the_plan_runs_the_read_only_checks_and_the_plan_only(collection, tmp_pa
 def test_check_mode_runs_every_deploy_step_and_the_plan(collection, tmp_path):
     rc, output, ran = site(collection, tmp_path, args=["--check"])
     assert rc == 0, output
-    expected = DEPLOY[:5] + ["fleet_plan"] + DEPLOY[5:]
+    # No fast path and no deploy record in check mode: every step runs (in check mode).
+    expected = ["tensorfold_image:validate"] + STEPS[:4] + ["fleet_plan"] + STEPS[4:]
     assert roles(ran["gpu-a"]) == expected, output
 
 
@@ -114,7 +116,7 @@ def test_a_failed_host_leaves_the_run_and_the_others_go_on(collection, tmp_path)
     rc, output, ran = site(collection, tmp_path, host_vars=host_vars)
     assert rc != 0
     assert roles(ran["gpu-a"]) == DEPLOY, output
-    assert roles(ran["gpu-b"]) == DEPLOY[:5], output
+    assert roles(ran["gpu-b"]) == DEPLOY[:DEPLOY.index("weights_fetch") + 1], output
     assert "gpu-b failed in weights_fetch: see its line in the fleet report" in output
     report = json.loads((tmp_path / "reports" / "fleet-report.json").read_text())
     lines = dict((line["host"], line) for line in report["hosts"])
@@ -129,7 +131,7 @@ def test_past_the_fail_percentage_the_run_takes_no_more_hosts(collection, tmp_pa
     assert rc != 0
     # The checks ran everywhere (one play); past 20% failed, nothing after them runs.
     for host in ("gpu-b", "gpu-c"):
-        assert roles(ran[host]) == DEPLOY[:2], output
+        assert roles(ran[host]) == DEPLOY[:DEPLOY.index("gpu_host_checks") + 1], output
     report = json.loads((tmp_path / "reports" / "fleet-report.json").read_text())
     lines = dict((line["host"], line) for line in report["hosts"])
     assert lines["gpu-b"]["todo"].startswith("The run stopped before bundle on this host: gpu-a failed")
@@ -151,3 +153,34 @@ def test_the_pre_flight_image_check_runs_only_when_the_image_step_does(collectio
         rc, output, ran = site(collection, work, args=args)
         assert rc == 0, output
         assert "tensorfold_image:validate" not in roles(ran["gpu-a"]), (args, output)
+
+
+def test_a_converged_box_skips_every_deploy_step_and_the_others_deploy(collection, tmp_path):
+    live = {"status": "live", "endpoint": "http://gpu-b:8020/v1", "problems": []}
+    host_vars = {"gpu-b": {"stub_facts": {"rank_container": {"tensorfold_converged": True, "smoke_test_result": live}}}}
+    rc, output, ran = site(collection, tmp_path, host_vars=host_vars)
+    assert rc == 0, output
+    assert roles(ran["gpu-a"]) == DEPLOY, output
+    assert roles(ran["gpu-b"]) == ["tensorfold_image:validate", "rank_container:converged"], output
+    report = json.loads((tmp_path / "reports" / "fleet-report.json").read_text())
+    lines = dict((line["host"], line) for line in report["hosts"])
+    assert lines["gpu-b"]["status"] == "live" and lines["gpu-b"]["endpoint"] == "http://gpu-b:8020/v1", lines
+
+
+def test_a_converged_fleet_skips_the_deploy_plays_without_a_warning(collection, tmp_path):
+    converged = {"stub_facts": {"rank_container": {"tensorfold_converged": True}}}
+    rc, output, ran = site(collection, tmp_path, host_vars={"gpu-a": converged, "gpu-b": converged})
+    assert rc == 0, output
+    for host in ("gpu-a", "gpu-b"):
+        assert roles(ran[host]) == ["tensorfold_image:validate", "rank_container:converged"], output
+    assert "[WARNING]" not in output, output
+    assert "PLAY [Both ranks in one container (left alone when nothing changed)]" in output
+
+
+@pytest.mark.parametrize("args", [["-e", "tensorfold_fast_path=false"], ["--tags", "all"]])
+def test_the_fast_path_only_in_a_full_deploy_run_that_allows_it(collection, tmp_path, args):
+    rc, output, ran = site(collection, tmp_path, args=args)
+    assert rc == 0, output
+    fast = "--tags" in args  # --tags all is a full run
+    expected = DEPLOY if fast else ["tensorfold_image:validate"] + STEPS
+    assert roles(ran["gpu-a"]) == expected, output
