@@ -182,7 +182,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 result:
-  description: C(status) (running, would_start, stopped, not_deployed), C(endpoint), C(context), C(streams), C(starts), C(log_dir), C(warnings), and for a running container C(fingerprint) (its settings label).
+  description:
+    - C(status) (running, would_start, stopped, not_deployed), C(endpoint), C(context), C(streams), C(starts), C(log_dir), C(warnings).
+    - For a running container also C(fingerprint), its settings label (the deploy record keeps it).
   returned: always
   type: dict
 messages:
