@@ -32,11 +32,19 @@ PARTS = ("record", "container", "settings", "api_key", "image", "weights", "runt
 RECORD = "deployed.json"
 
 
-def _load_json(path):
+def read_text(path):
+    """A small state file's text, or None when it cannot be read."""
     try:
         with open(path) as handle:
-            return json.load(handle)
-    except (IOError, OSError, ValueError):
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def _load_json(path):
+    try:
+        return json.loads(read_text(path) or "")
+    except ValueError:
         return None
 
 

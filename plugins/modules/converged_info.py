@@ -192,14 +192,6 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils import converged
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
 
 
-def _read(path):
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
-
-
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -235,9 +227,9 @@ def main():
         for name in ("settings_hash", "image", "health_url"):
             params[name] = params[name] or wants[name]
         params["weights"] = params["weights"] or wants["weights"]
-        key = _read(os.path.join(state_dir, "api-key"))
+        key = converged.read_text(os.path.join(state_dir, "api-key"))
         key_matches = (key == params["api_key"] + "\n") if params["api_key"] else key is None
-        served = converged.served(_read(os.path.join(params["data_dir"], "logs", "current", "rank0.log")))
+        served = converged.served(converged.read_text(os.path.join(params["data_dir"], "logs", "current", "rank0.log")))
     have = {"container": None, "image": None, "runtimes": None, "health": None,
             "weights": [converged.weights_state(repo) for repo in params["weights"]]}
     try:
