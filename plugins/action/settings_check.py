@@ -71,7 +71,9 @@ class ActionModule(ActionBase):
         facts = {"tensorfold_settings_problems": problems}
         # Once per run, in its first play (site.yml's pre-flight): later plays load other roles'
         # defaults and play vars, which must not move the fingerprint the deploy record keeps.
+        # Only for good settings: roles/tensorfold checks again in each play until it is set.
         fingerprint = task_vars.get("tensorfold_settings_fingerprint") or settings_fingerprint(spec, values)
-        facts["tensorfold_settings_fingerprint"] = fingerprint
+        if not problems:
+            facts["tensorfold_settings_fingerprint"] = fingerprint
         result.update(changed=False, problems=problems, fingerprint=fingerprint, ansible_facts=facts)
         return result

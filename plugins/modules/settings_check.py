@@ -21,7 +21,8 @@ description:
     report. It does not fail; the settings_check role fails the host when there are problems."
   - "Also returns the host's settings fingerprint (fact C(tensorfold_settings_fingerprint)), one
     hash of every setting the host defines (no C(no_log) one) and of the collection files that
-    shape the image, computed once per run (a later call keeps the fact the first one set).
+    shape the image, computed once per run (a later call keeps the fact the first one set), and
+    set as a fact only when the settings have no problem.
     M(glm53.tensorfold.converged_info) compares it with the box's deploy record."
   - Takes no options; reads the host's variables.
 version_added: "0.2.0"
