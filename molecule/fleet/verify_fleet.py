@@ -2,11 +2,15 @@
 """Checks of the fleet scenario after converge and idempotence (run by verify.yml).
 
 1. The fleet report: fleet-gpu-a and fleet-gpu-b LIVE, fleet-gpu-c failed with E_GPU_BUSY.
-2. ``site.yml --tags restart`` on the two serving hosts (JSON callback): one host per batch, a
+2. The fast path on the converged fleet: a full ``site.yml`` with one setting changed on
+   fleet-gpu-b only (an extra inventory source): fleet-gpu-a takes the fast path (changed=0, no
+   deploy step ran there, LIVE in the report), fleet-gpu-b goes the normal way and only its
+   container is started again (no image build, no download), and its new deploy record holds.
+3. ``site.yml --tags restart`` on the two serving hosts (JSON callback): one host per batch, a
    then b; only rank_container and smoke_test ran (no image build, no download, no
    re-verification, no host checks); each host's container started exactly once and its
    StartedAt moved, a's before b's.
-3. ``site.yml --tags stop``: both containers gone, a new log archive on each holding runner.sh,
+4. ``site.yml --tags stop``: both containers gone, a new log archive on each holding runner.sh,
    rank0.log and rank1.log.
 
 usage: verify_fleet.py INVENTORY PROJECT_DIR
@@ -41,10 +45,11 @@ def archives(host):
     return sorted(out.split())
 
 
-def site(*args):
+def site(*args, inventories=()):
     env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1")
     t0 = time.monotonic()
-    run = subprocess.run(["ansible-playbook", "-i", INVENTORY, "--limit", ",".join(SERVING), SITE, *args,
+    extra = [arg for path in inventories for arg in ("-i", path)]
+    run = subprocess.run(["ansible-playbook", "-i", INVENTORY, *extra, "--limit", ",".join(SERVING), SITE, *args,
                           "-e", "fleet_report_dir=%s gpu_host_checks_report_dir=%s" % (REPORTS, REPORTS)],
                          capture_output=True, text=True, env=env, check=False)
     took = time.monotonic() - t0
@@ -79,7 +84,46 @@ check(rows["fleet-gpu-c"]["status"] == "failed" and "E_GPU_BUSY" in rows["fleet-
 check(rows["fleet-gpu-c"]["todo"] != "", "the failed host's line says what to do")
 check(report["summary"]["live"] == 2 and report["summary"]["failed"] == 1, "summary: 2 LIVE, 1 failed")
 
-# 2. Rolling restart.
+# 2. The fast path: one setting changed on one box of the converged fleet.
+DEPLOY_ROLES = ("gpu_host_checks", "nvidia_toolkit", "tensorfold_image", "weights_fetch", "smoke_test")
+before = {h: started_at(h) for h in SERVING}
+override = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "fast-path-override.yml")
+with open(override, "w") as handle:
+    json.dump({"all": {"hosts": {"fleet-gpu-b": {"tensorfold_max_tokens": 16384}}}}, handle)
+rc, doc, took = site(inventories=[override])
+print("one box changed, full run: %.1f s" % took)
+check(rc == 0, "the full run with fleet-gpu-b's setting changed exits 0 (rc %s)" % rc)
+stats = doc.get("stats", {})
+check(stats.get("fleet-gpu-a", {}).get("changed") == 0, "fleet-gpu-a changed nothing: %s" % stats.get("fleet-gpu-a"))
+check(stats.get("fleet-gpu-b", {}).get("changed", 0) > 0, "fleet-gpu-b changed: %s" % stats.get("fleet-gpu-b"))
+print("fleet-gpu-a, tasks on the fast path (ok and skipped, as PLAY RECAP counts them): %d" % sum(
+    stats.get("fleet-gpu-a", {}).get(k, 0) for k in ("ok", "skipped", "failures")))
+tasks = [t for p in doc["plays"] for t in p["tasks"]]
+for role in DEPLOY_ROLES:
+    on = sorted({h for t in tasks if (".%s : " % role) in "." + t["task"]["name"] for h in ran(t)})
+    check(on == ["fleet-gpu-b"], "%s ran on fleet-gpu-b only: %s" % (role, on))
+builds = sorted({h for t in tasks if "tensorfold_image" in t["task"]["name"] and "Build" in t["task"]["name"]
+                 for h, r in t["hosts"].items() if r.get("changed")})
+check(builds == [], "no image was built: %s" % builds)
+downloads = sorted({h for t in tasks if ".weights_fetch : " in "." + t["task"]["name"]
+                    for h, r in t["hosts"].items() if r.get("changed")})
+check(downloads == [], "no weights changed: %s" % downloads)
+engine = {h: r.get("changed") for t in tasks if "Start, restart or stop the engine container" in t["task"]["name"]
+          for h, r in t["hosts"].items()}
+check(engine == {"fleet-gpu-b": True}, "only fleet-gpu-b's engine container was started again: %s" % engine)
+after = {h: started_at(h) for h in SERVING}
+check(after["fleet-gpu-a"] == before["fleet-gpu-a"], "fleet-gpu-a's container kept running untouched")
+check(after["fleet-gpu-b"] != before["fleet-gpu-b"] and after["fleet-gpu-b"].startswith("true"),
+      "fleet-gpu-b's container runs again with the new setting")
+with open(REPORT) as handle:
+    rows = {row["host"]: row for row in json.load(handle)["hosts"]}
+check(all(rows[h]["label"] == "LIVE" for h in SERVING), "both boxes LIVE in the report: %s" % [rows[h]["label"] for h in SERVING])
+rc, doc, took = site(inventories=[override])
+print("the same run again: %.1f s" % took)
+check(rc == 0 and all(doc["stats"][h]["changed"] == 0 for h in SERVING),
+      "run again with the same override, both boxes take the fast path: %s" % doc.get("stats"))
+
+# 3. Rolling restart.
 before = {h: started_at(h) for h in SERVING}
 archives_before = {h: archives(h) for h in SERVING}
 rc, doc, took = site("--tags", "restart")
@@ -108,7 +152,7 @@ check(after["fleet-gpu-a"].split()[1] < after["fleet-gpu-b"].split()[1], "a came
 for h in SERVING:
     check(len(archives(h)) == len(archives_before[h]) + 1, "%s archived the previous session's logs" % h)
 
-# 3. Stop.
+# 4. Stop.
 archives_before = {h: archives(h) for h in SERVING}
 rc, doc, took = site("--tags", "stop")
 print("stop run: %.1f s" % took)

@@ -8,6 +8,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import glob
+import hashlib
+import json
 import os
 
 import yaml
@@ -16,7 +18,11 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import settings_spec
 
-ROLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
+COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROLES = os.path.join(COLLECTION, "roles")
+# Files of the collection whose content shapes what a box runs beyond its settings: the image's
+# Dockerfile and the collection's version (MANIFEST.json when installed, galaxy.yml in a checkout).
+SHAPING_FILES = ("templates/Dockerfile.j2", "MANIFEST.json", "galaxy.yml")
 
 
 def _role_specs():
@@ -25,6 +31,22 @@ def _role_specs():
         with open(path) as handle:
             specs[os.path.basename(os.path.dirname(os.path.dirname(path)))] = yaml.safe_load(handle)
     return specs
+
+
+def settings_fingerprint(spec, values):
+    """One hash of what this host's run wants: every setting it defines (no_log ones and the step
+    guard's own options left out: the API key is compared on the box, a token shapes nothing) and
+    the collection files that shape the image. Equal fingerprints, equal deploys."""
+    data = {"settings": dict((name, value) for name, value in values.items()
+                             if not spec[name].get("no_log") and not name.startswith("step_")),
+            "files": {}}
+    for name in SHAPING_FILES:
+        try:
+            with open(os.path.join(COLLECTION, name), "rb") as handle:
+                data["files"][name] = hashlib.sha256(handle.read()).hexdigest()
+        except (IOError, OSError):
+            continue
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
 class ActionModule(ActionBase):
@@ -46,5 +68,12 @@ class ActionModule(ActionBase):
                 continue
         host = task_vars.get("inventory_hostname", "host")
         problems = settings_spec.settings_problems(spec, values, host)
-        result.update(changed=False, problems=problems, ansible_facts={"tensorfold_settings_problems": problems})
+        facts = {"tensorfold_settings_problems": problems}
+        # Once per run, in its first play (site.yml's pre-flight): later plays load other roles'
+        # defaults and play vars, which must not move the fingerprint the deploy record keeps.
+        # Only for good settings: roles/tensorfold checks again in each play until it is set.
+        fingerprint = task_vars.get("tensorfold_settings_fingerprint") or settings_fingerprint(spec, values)
+        if not problems:
+            facts["tensorfold_settings_fingerprint"] = fingerprint
+        result.update(changed=False, problems=problems, fingerprint=fingerprint, ansible_facts=facts)
         return result

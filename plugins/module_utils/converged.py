@@ -4,11 +4,14 @@
 """Is a box already what the run wants? One comparison of what it has with what is wanted.
 
 The parts compared, each named in the result when it differs:
+``record`` (the box has the record of a completed deploy, written after its smoke test passed,
+and the run's settings fingerprint equals the one recorded; see ``read_record``),
 ``container`` (ours, running), ``settings`` (the fingerprint label rank_container put on it),
 ``image`` (the wanted reference is present and is what the container runs), ``weights`` (every
 planned file of every repository has a verification record that still holds: same revision,
 size and mtime, as hf_snapshot writes them), ``health`` (the API answers /health) and
-``runtime`` (Docker has the runtime the container needs). Reading the box is the module's job;
+``runtime`` (Docker has the runtime the container needs) and ``api_key`` (the key file the
+container reads holds the run's key). Reading the box is the module's job;
 everything here is pure apart from reading the weights' small state files.
 """
 
@@ -25,7 +28,24 @@ from ansible.module_utils.six.moves.urllib.parse import quote
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_transfer
 
-PARTS = ("container", "settings", "image", "weights", "runtime", "health")
+PARTS = ("record", "container", "settings", "api_key", "image", "weights", "runtime", "health")
+RECORD = "deployed.json"
+
+
+def read_text(path):
+    """A small state file's text, or None when it cannot be read."""
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def _load_json(path):
+    try:
+        return json.loads(read_text(path) or "")
+    except ValueError:
+        return None
 
 
 def weights_state(repo):
@@ -60,6 +80,37 @@ def weights_state(repo):
     return state
 
 
+def read_record(state_dir):
+    """The record of the last completed deploy (``STATE/deployed.json``), or None.
+
+    Written after the smoke test passed in a full run: ``settings`` (the run's settings
+    fingerprint), ``container`` (the settings label the engine container got), ``image`` (the
+    reference it runs), ``endpoint`` and ``weights`` (the repositories as weights_fetch planned
+    them). A converged box is one on which all of that still holds."""
+    data = _load_json(os.path.join(state_dir, RECORD))
+    if not isinstance(data, dict) or not data.get("settings") or not data.get("container"):
+        return None
+    return data
+
+
+def record_wants(record, run_settings):
+    """What the run wants of a box, from its deploy record: the comparison's ``want``."""
+    endpoint = (record.get("endpoint") or "").rstrip("/")
+    if endpoint.endswith("/v1"):
+        endpoint = endpoint[:-3]
+    return {"run_settings": run_settings, "recorded_settings": record.get("settings"),
+            "settings_hash": record.get("container"), "image": record.get("image") or None,
+            "weights": record.get("weights") or [],
+            "health_url": (endpoint + "/health") if endpoint else None}
+
+
+def served(rank0_log):
+    """Context window and streams of the running engine, from its startup line in rank0.log."""
+    from ansible_collections.glm53.tensorfold.plugins.module_utils import context_fit  # pylint: disable=import-outside-toplevel
+    streams, window = context_fit.parse_startup(rank0_log)
+    return {"context": window, "streams": streams}
+
+
 def container_facts(inspect, label):
     """The few facts of ``docker inspect CONTAINER`` the comparison needs (None: no container)."""
     if not inspect:
@@ -84,13 +135,22 @@ def compare(want, have):
     """Differences between ``want`` and ``have``; an empty list means converged.
 
     want: settings_hash, image, runtime (each optional: None is not compared), weights (list of
-    repositories, possibly empty), health (bool: whether /health is part of the comparison).
+    repositories, possibly empty), health (bool: whether /health is part of the comparison);
+    with a deploy record also run_settings and recorded_settings (see record_wants).
     have: container (container_facts or None), image (image_facts or None), weights (list of
     weights_state), runtimes (list of names, or None when not read), health ({ok, status, error}
-    or None when not asked).
+    or None when not asked), api_key_matches (bool, or None when not compared).
     Returns a list of {part, what}, in PARTS order, at most one entry per part.
     """
     differs = {}
+    if "run_settings" in want:
+        if not want.get("recorded_settings"):
+            differs["record"] = "no record of a completed deploy on the box"
+        elif want["recorded_settings"] != want["run_settings"]:
+            differs["record"] = "the run's settings fingerprint %s differs from the deployed one %s" % (
+                (want["run_settings"] or "(none)")[:12], want["recorded_settings"][:12])
+    if have.get("api_key_matches") is False:
+        differs["api_key"] = "the key file the engine reads does not hold the run's API key"
     container = have.get("container")
     if container is None:
         differs["container"] = "no container named as wanted"

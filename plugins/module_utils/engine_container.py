@@ -583,7 +583,10 @@ class EngineContainer(object):
         if restarts:
             self.warnings.append(record("W_RESTARTS", self.host, "docker restarted the engine container %d time(s) "
                                         "since its start (the restart policy allows %s)" % (restarts, p["restart_policy"])))
-        return self.result("running", context=seen_window or window, streams=streams, starts=starts)
+        served = self.result("running", context=seen_window or window, streams=streams, starts=starts)
+        # The settings label of the container that serves: a deploy record keeps it (converged_info).
+        served["fingerprint"] = ((info.get("Config") or {}).get("Labels") or {}).get(p["label"] + ".settings", "")
+        return served
 
     def run(self, state):
         if state == "stopped":

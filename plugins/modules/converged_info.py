@@ -24,6 +24,11 @@ description:
     still holds: same revision, size and modification time; no weight byte is read), C(runtime)
     (Docker lists the runtime O(runtime)) and C(health) (GET O(health_url) answers 200 within
     O(health_timeout) seconds)."
+  - "With O(data_dir), the wanted container fingerprint, image, weights and health URL are those
+    of the box's deploy record (C(DATA_DIR/.state/deployed.json), written by the
+    glm53.tensorfold.rank_container role once a full run's smoke test passed), and the part
+    C(record) compares O(run_settings) with the fingerprint recorded there; C(api_key) compares
+    O(api_key) with the key file the engine reads."
   - A part whose wanted value is not given is not compared.
   - Only reads; it never changes the box, so check mode gives the same answer.
   - Talks to the Docker Engine API over its unix socket (three GETs at most) and to the API once.
@@ -73,6 +78,17 @@ options:
         description: Only paths matching one of these globs count.
         type: list
         elements: str
+  data_dir:
+    description: The box's data folder (C(tensorfold_data_dir)); its deploy record says what a converged box has.
+    type: path
+  run_settings:
+    description:
+      - The run's settings fingerprint (the fact C(tensorfold_settings_fingerprint) of
+        M(glm53.tensorfold.settings_check)); compared with the deploy record's. Only with O(data_dir).
+    type: str
+  api_key:
+    description: The run's API key; compared with the key file in O(data_dir) (empty, no key file wanted). Only with O(data_dir).
+    type: str
   health_url:
     description: The API's health URL on the box, for example C(http://127.0.0.1:8020/health); not asked when unset.
     type: str
@@ -156,8 +172,18 @@ have:
     health:
       description: ok, status and error of the health request; null when not asked or the container does not run.
       type: dict
+served:
+  description: The running engine's context window and streams, from its startup line (only with O(data_dir)).
+  returned: always
+  type: dict
+  sample: {"context": 1048576, "streams": 4}
+record:
+  description: The box's deploy record (no secret in it), or null when there is none or O(data_dir) is unset.
+  returned: always
+  type: dict
 """
 
+import os
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
@@ -186,10 +212,24 @@ def main():
             docker_host=dict(type="str", default="unix:///var/run/docker.sock"),
             docker_timeout=dict(type="float", default=5.0),
             host_label=dict(type="str"),
+            data_dir=dict(type="path"),
+            run_settings=dict(type="str"),
+            api_key=dict(type="str", no_log=True),
         ),
         supports_check_mode=True,
     )
     params = module.params
+    record, served, key_matches = None, {}, None
+    if params["data_dir"]:
+        state_dir = os.path.join(params["data_dir"], ".state")
+        record = converged.read_record(state_dir)
+        wants = converged.record_wants(record or {}, params["run_settings"] or "")
+        for name in ("settings_hash", "image", "health_url"):
+            params[name] = params[name] or wants[name]
+        params["weights"] = params["weights"] or wants["weights"]
+        key = converged.read_text(os.path.join(state_dir, "api-key"))
+        key_matches = (key == params["api_key"] + "\n") if params["api_key"] else key is None
+        served = converged.served(converged.read_text(os.path.join(params["data_dir"], "logs", "current", "rank0.log")))
     have = {"container": None, "image": None, "runtimes": None, "health": None,
             "weights": [converged.weights_state(repo) for repo in params["weights"]]}
     try:
@@ -208,11 +248,14 @@ def main():
                          code="E_DOCKER")
     if params["health_url"] and have["container"] and have["container"]["running"]:
         have["health"] = converged.read_health(params["health_url"], params["health_timeout"])
+    have["api_key_matches"] = key_matches
     want = {"settings_hash": params["settings_hash"], "image": params["image"], "runtime": params["runtime"],
             "weights": params["weights"], "health": bool(params["health_url"])}
+    if params["data_dir"]:
+        want.update(run_settings=params["run_settings"] or "", recorded_settings=(record or {}).get("settings"))
     differs = converged.compare(want, have)
     module.exit_json(changed=False, converged=not differs, differs=differs, summary=converged.summary(differs),
-                     have=have)
+                     have=have, served=served, record=record)
 
 
 if __name__ == "__main__":

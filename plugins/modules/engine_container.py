@@ -193,6 +193,7 @@ result:
   description:
     - C(status) (running, would_start, replace_pending, stopped, not_deployed), C(endpoint), C(context), C(streams),
       C(starts), C(log_dir), C(warnings).
+    - For a running container also C(fingerprint), its settings label (the deploy record keeps it).
   returned: always
   type: dict
 messages:

@@ -19,6 +19,11 @@ description:
   - "Returns every problem at once as C([E_SETTINGS] host: what. What to do.) records, never the
     value of a C(no_log) setting, and sets the fact C(tensorfold_settings_problems) for the fleet
     report. It does not fail; the settings_check role fails the host when there are problems."
+  - "Also returns the host's settings fingerprint (fact C(tensorfold_settings_fingerprint)), one
+    hash of every setting the host defines (no C(no_log) one) and of the collection files that
+    shape the image, computed once per run (a later call keeps the fact the first one set), and
+    set as a fact only when the settings have no problem.
+    M(glm53.tensorfold.converged_info) compares it with the box's deploy record."
   - Takes no options; reads the host's variables.
 version_added: "0.2.0"
 author:
@@ -44,6 +49,10 @@ problems:
   returned: always
   type: list
   elements: dict
+fingerprint:
+  description: The settings fingerprint (sha256 hex), also set as the fact C(tensorfold_settings_fingerprint).
+  returned: always
+  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule

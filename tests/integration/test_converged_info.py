@@ -92,6 +92,7 @@ def converged_info(box, **over):
     args = {"container_name": box["name"], "settings_hash": SETTINGS, "image": IMAGE, "runtime": "runc",
             "weights": box["weights"], "health_url": box["health_url"]}
     args.update(over)
+    args = dict((key, value) for key, value in args.items() if value is not None)
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"))
     proc = subprocess.run([ANSIBLE, "localhost", "-o", "-m", "glm53.tensorfold.converged_info", "-a", json.dumps(args),
@@ -123,6 +124,50 @@ def test_a_converged_box_and_each_part_that_can_differ(box):
     got = converged_info(box)
     assert [d["part"] for d in got["differs"]] == ["weights"]
     assert "config.json" in got["differs"][0]["what"]
+
+
+def test_the_deploy_record_says_what_the_run_wants(box, tmp_path):
+    """data_dir mode: the wanted container label, image and health URL come from the record, the
+    run's settings fingerprint is compared with the recorded one, the key file with the run's key."""
+    run = "a" * 64
+    state = tmp_path / ".state"
+    state.mkdir()
+    logs = tmp_path / "logs" / "current"
+    logs.mkdir(parents=True)
+    (logs / "rank0.log").write_text(
+        "CUDA sm_120 device 0 (NVIDIA RTX PRO 6000 Blackwell Workstation Edition): model 82.10 GiB; "
+        "4 streams at once, 2.31 GiB each at a 524288-token window, of 9.4 GiB left after a 4.0 GiB reserve\n")
+    record = {"settings": run, "container": SETTINGS, "image": IMAGE, "weights": [],
+              "endpoint": box["health_url"][:-len("/health")] + "/v1"}
+    args = {"container_name": box["name"], "runtime": "runc", "data_dir": str(tmp_path), "run_settings": run}
+
+    got = converged_info(box, **dict(args, settings_hash=None, image=None, weights=[], health_url=None))
+    assert [d["part"] for d in got["differs"]] == ["record"] and "no record" in got["differs"][0]["what"]
+
+    (state / "deployed.json").write_text(json.dumps(record))
+    got = converged_info(box, **dict(args, settings_hash=None, image=None, weights=[], health_url=None))
+    assert got["converged"] is True, got["summary"]
+    assert got["have"]["health"]["ok"] and got["served"] == {"context": 524288, "streams": 4}
+    assert got["record"]["image"] == IMAGE
+
+    got = converged_info(box, **dict(args, run_settings="b" * 64, settings_hash=None, image=None, weights=[],
+                                     health_url=None))
+    assert [d["part"] for d in got["differs"]] == ["record"]
+
+    got = converged_info(box, **dict(args, api_key="sk-test", settings_hash=None, image=None, weights=[],
+                                     health_url=None))
+    assert [d["part"] for d in got["differs"]] == ["api_key"]
+    assert "sk-test" not in json.dumps(got)
+    (state / "api-key").write_text("sk-test\n")
+    got = converged_info(box, **dict(args, api_key="sk-test", settings_hash=None, image=None, weights=[],
+                                     health_url=None))
+    assert got["converged"] is True, got["summary"]
+
+    record["container"] = "0" * 64
+    (state / "deployed.json").write_text(json.dumps(record))
+    got = converged_info(box, **dict(args, api_key="sk-test", settings_hash=None, image=None, weights=[],
+                                     health_url=None))
+    assert [d["part"] for d in got["differs"]] == ["settings"]
 
 
 def test_health_and_a_stopped_container(box):

@@ -16,8 +16,10 @@ sys.path.insert(0, os.path.dirname(__file__))
 import stub_collection  # noqa: E402
 from ansible_run import run_playbook  # noqa: E402
 
-DEPLOY = ["tensorfold_image:validate", "gpu_host_checks", "nvidia_toolkit", "tensorfold_image", "weights_fetch",
-          "rank_container", "smoke_test"]
+# A full deploy: pre-flight (the image pins, the fast path's comparison), the steps, the deploy record.
+STEPS = ["gpu_host_checks", "nvidia_toolkit", "tensorfold_image", "weights_fetch", "rank_container", "smoke_test"]
+DEPLOY = ["tensorfold_image:validate", "rank_container:converged"] + STEPS + ["rank_container:deployed"]
+RESTART_PLAY = "Rolling restart, tensorfold_restart_serial hosts at a time (drain, restart, smoke test, undrain)"
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +70,7 @@ def test_restarts_go_one_host_at_a_time(collection, tmp_path):
     rc, output, _ = site(collection, tmp_path, hosts=("gpu-a", "gpu-b", "gpu-c"), args=["--tags", "restart"])
     assert rc == 0, output
     # One batch per host: the restart play is printed once per batch.
-    assert output.count("PLAY [Rolling restart, a few hosts at a time]") == 3, output
+    assert output.count("PLAY [" + RESTART_PLAY + "]") == 3, output
 
 
 @pytest.mark.parametrize("tags", [[], ["--tags", "start,smoke,gateway"]])
@@ -80,15 +82,19 @@ def test_a_deploy_replaces_a_pending_box_in_the_rolling_restart_and_only_it(coll
     assert rc == 0, output
     deploy = DEPLOY if not tags else ["rank_container", "smoke_test"]
     assert roles(ran["gpu-a"]) == deploy, output
-    assert roles(ran["gpu-b"]) == deploy + ["rank_container", "smoke_test"], output
-    assert ran["gpu-b"][-2] == ("rank_container", "restart"), output
-    assert output.count("PLAY [Rolling restart, a few hosts at a time]") == 2, output
+    # Replaced, smoke-tested, and (in a full deploy) recorded for the next run's fast path.
+    record = [] if tags else ["rank_container:deployed"]
+    assert roles(ran["gpu-b"]) == deploy + ["rank_container", "smoke_test"] + record, output
+    assert ran["gpu-b"][len(deploy)] == ("rank_container", "restart"), output
+    # Only gpu-b is in the restart play: one batch.
+    assert output.count("PLAY [" + RESTART_PLAY + "]") == 1, output
 
 
-def test_a_deploy_with_nothing_pending_runs_the_restart_play_as_one_batch(collection, tmp_path):
-    rc, output, _ = site(collection, tmp_path, hosts=("gpu-a", "gpu-b", "gpu-c"))
+def test_a_deploy_with_nothing_pending_leaves_the_restart_play_without_hosts(collection, tmp_path):
+    rc, output, ran = site(collection, tmp_path, hosts=("gpu-a", "gpu-b", "gpu-c"))
     assert rc == 0, output
-    assert output.count("PLAY [Rolling restart, a few hosts at a time]") == 1, output
+    assert all(("rank_container", "restart") not in ran[host] for host in ("gpu-a", "gpu-b", "gpu-c")), output
+    assert output.count("PLAY [" + RESTART_PLAY + "]") == 1, output
 
 
 @pytest.mark.parametrize("how", [["--tags", "stop"], ["-e", "tensorfold_action=stop"]])
@@ -113,7 +119,8 @@ def test_the_plan_runs_the_read_only_checks_and_the_plan_only(collection, tmp_pa
 def test_check_mode_runs_every_deploy_step_and_the_plan(collection, tmp_path):
     rc, output, ran = site(collection, tmp_path, args=["--check"])
     assert rc == 0, output
-    expected = DEPLOY[:5] + ["fleet_plan"] + DEPLOY[5:]
+    # No fast path and no deploy record in check mode: every step runs (in check mode).
+    expected = ["tensorfold_image:validate"] + STEPS[:4] + ["fleet_plan"] + STEPS[4:]
     assert roles(ran["gpu-a"]) == expected, output
 
 
@@ -134,7 +141,7 @@ def test_a_failed_host_leaves_the_run_and_the_others_go_on(collection, tmp_path)
     rc, output, ran = site(collection, tmp_path, host_vars=host_vars)
     assert rc != 0
     assert roles(ran["gpu-a"]) == DEPLOY, output
-    assert roles(ran["gpu-b"]) == DEPLOY[:5], output
+    assert roles(ran["gpu-b"]) == DEPLOY[:DEPLOY.index("weights_fetch") + 1], output
     assert "gpu-b failed in weights_fetch: see its line in the fleet report" in output
     report = json.loads((tmp_path / "reports" / "fleet-report.json").read_text())
     lines = dict((line["host"], line) for line in report["hosts"])
@@ -149,7 +156,7 @@ def test_past_the_fail_percentage_the_run_takes_no_more_hosts(collection, tmp_pa
     assert rc != 0
     # The checks ran everywhere (one play); past 20% failed, nothing after them runs.
     for host in ("gpu-b", "gpu-c"):
-        assert roles(ran[host]) == DEPLOY[:2], output
+        assert roles(ran[host]) == DEPLOY[:DEPLOY.index("gpu_host_checks") + 1], output
     report = json.loads((tmp_path / "reports" / "fleet-report.json").read_text())
     lines = dict((line["host"], line) for line in report["hosts"])
     assert lines["gpu-b"]["todo"].startswith("The run stopped before bundle on this host: gpu-a failed")
@@ -171,3 +178,34 @@ def test_the_pre_flight_image_check_runs_only_when_the_image_step_does(collectio
         rc, output, ran = site(collection, work, args=args)
         assert rc == 0, output
         assert "tensorfold_image:validate" not in roles(ran["gpu-a"]), (args, output)
+
+
+def test_a_converged_box_skips_every_deploy_step_and_the_others_deploy(collection, tmp_path):
+    live = {"status": "live", "endpoint": "http://gpu-b:8020/v1", "problems": []}
+    host_vars = {"gpu-b": {"stub_facts": {"rank_container": {"rank_container_converged": True, "smoke_test_result": live}}}}
+    rc, output, ran = site(collection, tmp_path, host_vars=host_vars)
+    assert rc == 0, output
+    assert roles(ran["gpu-a"]) == DEPLOY, output
+    assert roles(ran["gpu-b"]) == ["tensorfold_image:validate", "rank_container:converged"], output
+    report = json.loads((tmp_path / "reports" / "fleet-report.json").read_text())
+    lines = dict((line["host"], line) for line in report["hosts"])
+    assert lines["gpu-b"]["status"] == "live" and lines["gpu-b"]["endpoint"] == "http://gpu-b:8020/v1", lines
+
+
+def test_a_converged_fleet_skips_the_deploy_plays_without_a_warning(collection, tmp_path):
+    converged = {"stub_facts": {"rank_container": {"rank_container_converged": True}}}
+    rc, output, ran = site(collection, tmp_path, host_vars={"gpu-a": converged, "gpu-b": converged})
+    assert rc == 0, output
+    for host in ("gpu-a", "gpu-b"):
+        assert roles(ran[host]) == ["tensorfold_image:validate", "rank_container:converged"], output
+    assert "[WARNING]" not in output, output
+    assert "PLAY [Both ranks in one container (left alone when nothing changed)]" in output
+
+
+@pytest.mark.parametrize("args", [["-e", "tensorfold_fast_path=false"], ["--tags", "all"]])
+def test_the_fast_path_only_in_a_full_deploy_run_that_allows_it(collection, tmp_path, args):
+    rc, output, ran = site(collection, tmp_path, args=args)
+    assert rc == 0, output
+    fast = "--tags" in args  # --tags all is a full run
+    expected = DEPLOY if fast else ["tensorfold_image:validate"] + STEPS
+    assert roles(ran["gpu-a"]) == expected, output

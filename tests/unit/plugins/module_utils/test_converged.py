@@ -189,3 +189,47 @@ def test_health_reader_turns_failures_into_not_ok():
     assert converged.read_health("http://x/health", 1, opener=lambda url, **kw: Reply())["ok"]
     got = converged.read_health("http://x/health", 1, opener=refuse)
     assert not got["ok"] and got["error"] == "OSError"
+
+
+def write_record(state_dir, **over):
+    record = {"settings": "a" * 64, "container": SETTINGS, "image": IMAGE, "image_tag": "latest",
+              "endpoint": "http://127.0.0.1:8020/v1", "public_endpoint": "http://box:8020/v1", "weights": []}
+    record.update(over)
+    with open(os.path.join(str(state_dir), converged.RECORD), "w") as handle:
+        json.dump(record, handle)
+    return record
+
+
+def test_the_deploy_record_gives_what_the_run_wants(tmp_path, repo):
+    record = write_record(tmp_path, weights=[repo])
+    assert converged.read_record(str(tmp_path)) == record
+    wants = converged.record_wants(record, "a" * 64)
+    assert wants["settings_hash"] == SETTINGS and wants["image"] == IMAGE and wants["weights"] == [repo]
+    assert wants["health_url"] == "http://127.0.0.1:8020/health"
+    wanted = want(repo, run_settings=wants["run_settings"], recorded_settings=wants["recorded_settings"])
+    assert converged.compare(wanted, have_running(repo)) == []
+
+
+def test_no_record_or_other_settings_differ_as_record(tmp_path, repo):
+    assert converged.read_record(str(tmp_path)) is None
+    write_record(tmp_path, container="")  # a record without the container's label is no record
+    assert converged.read_record(str(tmp_path)) is None
+    differs = converged.compare(want(repo, run_settings="b" * 64, recorded_settings=None), have_running(repo))
+    assert parts(differs) == ["record"] and "no record" in differs[0]["what"]
+    differs = converged.compare(want(repo, run_settings="b" * 64, recorded_settings="a" * 64), have_running(repo))
+    assert parts(differs) == ["record"] and "bbbbbbbbbbbb" in differs[0]["what"] and "aaaaaaaaaaaa" in differs[0]["what"]
+
+
+def test_another_api_key_differs(repo):
+    have = have_running(repo)
+    have["api_key_matches"] = False
+    assert parts(converged.compare(want(repo), have)) == ["api_key"]
+    have["api_key_matches"] = None  # not compared
+    assert converged.compare(want(repo), have) == []
+
+
+def test_served_reads_the_startup_line():
+    line = ("CUDA sm_120 device 0 (NVIDIA RTX PRO 6000 Blackwell Workstation Edition): model 82.10 GiB; "
+            "4 streams at once, 2.31 GiB each at a 1048576-token window, of 9.4 GiB left after a 4.0 GiB reserve")
+    assert converged.served("loading\n" + line + "\n") == {"context": 1048576, "streams": 4}
+    assert converged.served(None) == {"context": None, "streams": None}

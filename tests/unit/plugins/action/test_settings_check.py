@@ -1,0 +1,29 @@
+# -*- coding: utf-8 -*-
+"""The settings fingerprint settings_check publishes: the same settings give the same hash, any
+setting that shapes the deploy changes it, a no_log setting and the step guard's options do not."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.glm53.tensorfold.plugins.action.settings_check import settings_fingerprint
+
+SPEC = {"tensorfold_port": {"type": "int"}, "tensorfold_api_key": {"type": "str", "no_log": True},
+        "tensorfold_kv": {"type": "str"}, "step_name": {"type": "str"}}
+VALUES = {"tensorfold_port": 8020, "tensorfold_api_key": "sk-one", "tensorfold_kv": "fp8", "step_name": "pre-flight"}
+
+
+def test_same_settings_same_fingerprint():
+    assert settings_fingerprint(SPEC, dict(VALUES)) == settings_fingerprint(SPEC, dict(VALUES))
+    assert len(settings_fingerprint(SPEC, VALUES)) == 64
+
+
+def test_a_setting_that_shapes_the_deploy_changes_it():
+    assert settings_fingerprint(SPEC, dict(VALUES, tensorfold_port=8021)) != settings_fingerprint(SPEC, VALUES)
+    unset = dict(VALUES)
+    del unset["tensorfold_kv"]
+    assert settings_fingerprint(SPEC, unset) != settings_fingerprint(SPEC, VALUES)
+
+
+def test_secrets_and_the_step_options_leave_it_alone():
+    assert settings_fingerprint(SPEC, dict(VALUES, tensorfold_api_key="sk-two")) == settings_fingerprint(SPEC, VALUES)
+    assert settings_fingerprint(SPEC, dict(VALUES, step_name="plan")) == settings_fingerprint(SPEC, VALUES)
