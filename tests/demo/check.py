@@ -7,7 +7,7 @@ Run after `bash scripts/demo.sh`: `python3 tests/demo/check.py` (the standard li
    exporters and the gateway (its HTTP API, query `up`);
 3. the engine container of one box stopped (`docker stop` inside the box), GLM53EndpointDown fires
    for that box (its rule waits `for: 1m`; the wait is bounded), then the engine is started again
-   and its target is up once more (the demo's next run still changes nothing).
+   and its target is up once more (the same container: the demo's next run replaces nothing).
 Exit status 0 only when every check passed. Nothing here changes the demo but that stop and start.
 """
 
