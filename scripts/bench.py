@@ -168,10 +168,12 @@ class LocalHub:
         self.proc.wait(timeout=30)
 
 
-def hf_snapshot_adhoc(dest, endpoint, state_dir=None):
+def hf_snapshot_adhoc(dest, endpoint, state_dir=None, token_file=None):
     args = {"repo_id": REPO, "revision": COMMIT, "local_dir": dest + "/model", "endpoint": endpoint}
     if state_dir:
         args["state_dir"] = state_dir
+    if token_file:
+        args["token_file"] = token_file
     seconds, out = run([os.path.join(BIN, "ansible"), "localhost", "-o", "-m", "glm53.tensorfold.hf_snapshot",
                         "-a", json.dumps(args), "-e", "ansible_python_interpreter=" + sys.executable],
                        env=ansible_env())
@@ -212,10 +214,15 @@ def bench_peer(work):
         hub.close()
     peer_port, plain_port = free_port(), free_port()
     collections = os.path.join(ROOT, ".cache", "collections")
+    # The run's secret, as the weights_fetch role hands it over: a 0600 file on both sides.
+    secret_file = work + "/peer.secret"
+    with os.fdopen(os.open(secret_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as handle:
+        handle.write(os.urandom(24).hex() + "\n")
     serve = ("import sys; sys.path.insert(0, %r); from ansible_collections.glm53.tensorfold.plugins.module_utils "
              "import hf_peer; hf_peer.serve([{'repo_id': %r, 'revision': %r, 'local_dir': %r, 'state_dir': %r}], "
-             "'127.0.0.1', %d, %r, 3600)" % (collections, REPO, COMMIT, seed + "/model", seed + "/.state",
-                                             peer_port, work + "/stop-peer"))
+             "'127.0.0.1', %d, %r, 3600, hf_peer.read_secret(%r))"
+             % (collections, REPO, COMMIT, seed + "/model", seed + "/.state", peer_port, work + "/stop-peer",
+                secret_file))
     servers = [subprocess.Popen([sys.executable, "-c", serve], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
                subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "--directory",
                                  seed + "/model", str(plain_port)], stdout=subprocess.DEVNULL,
@@ -236,7 +243,7 @@ def bench_peer(work):
 
         def ours():
             shutil.rmtree(work + "/copy", ignore_errors=True)
-            return hf_snapshot_adhoc(work + "/copy", peer)
+            return hf_snapshot_adhoc(work + "/copy", peer, token_file=secret_file)
 
         times = alternate([("plain HTTP copy", plain), ("peer copy", ours)])
     finally:
