@@ -2,9 +2,11 @@
 """The fleet-speed benchmark: every row of the speed table measured in one run.
 
 Each side of a ratio is a whole command timed the same way (a new process: `ansible-playbook`,
-`ansible` ad hoc, `hf download`, `curl`), run BENCH_REPEAT times (default 3, at least 3 unless
-lowered for a trial) in alternation, and its median is printed. Every command has a deadline
-(BENCH_TIMEOUT seconds, default 1800); a "no-op" run whose recap shows a change fails the bench.
+`ansible` ad hoc, `hf download`, `curl`): each side once untimed (a warm-up for both), then
+BENCH_REPEAT times (default 3) in alternation, and its median is printed; with fewer than 3 runs a
+row is a trial and its goal reads "trial", never "yes". Every command and every wait has a deadline
+(BENCH_TIMEOUT seconds per command, default 1800); a run that must change nothing (a no-op
+converge, the host checks) and shows a change in its recap fails the bench.
 The table is printed with both figures and the ratio, and saved as JSON under reports/bench/.
 
 Rows (name them to run only some; default all):
@@ -85,6 +87,14 @@ def run(cmd, env=None, timeout=None, cwd=ROOT):
     return seconds, out
 
 
+def cleanup(cmd):
+    """A cleanup command (remove boxes, volumes, networks): its own deadline, failures ignored."""
+    try:
+        subprocess.call(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+    except subprocess.TimeoutExpired:
+        log("%s ran past its deadline of 300 s" % " ".join(cmd[:3]))
+
+
 def recap_changes(out):
     """Hosts whose PLAY RECAP shows changed > 0."""
     return sorted(set(m.group(1) for m in re.finditer(r"^(\S+)\s+:\s+ok=\d+\s+changed=([1-9]\d*)", out, re.M)))
@@ -94,20 +104,31 @@ def side(label, runs):
     return {"label": label, "runs": [round(r, 2) for r in runs], "median": round(statistics.median(runs), 2)}
 
 
+def judged(met, *sides):
+    """A goal is met only on at least three runs a side; fewer is a trial, never a pass."""
+    if any(len(one["runs"]) < 3 for one in sides if one):
+        return "trial"
+    return met
+
+
 def ratio_row(name, a, b, goal, higher_is_better=False):
     """A row comparing side a (numerator) with side b; goal: the bound on a/b."""
     ratio = a["median"] / b["median"] if b["median"] else float("inf")
     met = ratio >= goal if higher_is_better else ratio <= goal
     return {"row": name, "a": a, "b": b, "ratio": round(ratio, 2),
-            "goal": "%s %.2f" % (">=" if higher_is_better else "<=", goal), "met": met}
+            "goal": "%s %.2f" % (">=" if higher_is_better else "<=", goal), "met": judged(met, a, b)}
 
 
 def absolute_row(name, a, goal_s):
-    return {"row": name, "a": a, "b": None, "ratio": None, "goal": "< %g s" % goal_s, "met": a["median"] < goal_s}
+    return {"row": name, "a": a, "b": None, "ratio": None, "goal": "< %g s" % goal_s,
+            "met": judged(a["median"] < goal_s, a)}
 
 
 def alternate(commands):
-    """Run each (label, thunk) REPEAT times, interleaved; thunk returns seconds. Returns {label: [s...]}."""
+    """Run each (label, thunk) once untimed (both sides find the caches warm), then REPEAT times,
+    interleaved; thunk returns seconds. Returns {label: [s...]}."""
+    for label, thunk in commands:
+        log("%s warm-up: %.2f s" % (label, thunk()))
     times = dict((label, []) for label, dummy in commands)
     for round_no in range(REPEAT):
         for label, thunk in commands:
@@ -281,7 +302,7 @@ class LightBoxes:
             run(["docker", "cp", work + "/profile.json", name + ":/etc/glm53-sim/gpu-profile.json"])
 
     def close(self):
-        subprocess.call(["docker", "rm", "-f"] + self.names, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cleanup(["docker", "rm", "-f"] + self.names)
 
 
 def playbook(inventory, *args, env=None):
@@ -289,16 +310,23 @@ def playbook(inventory, *args, env=None):
                + list(args), env=ansible_env(env))
 
 
+def unchanged(seconds_out, what):
+    """The seconds of a run that must change nothing; a change fails the bench."""
+    seconds, out = seconds_out
+    changed = recap_changes(out)
+    if changed:
+        raise BenchError("%s changed something on %s:\n%s" % (what, ", ".join(changed), out[-3000:]))
+    return seconds
+
+
 def bench_host_checks(work):
     boxes = LightBoxes(CHECK_BOXES, work)
     try:
-        playbook(boxes.inventory, "--tags", "check", "-l", boxes.names[0])  # warms the controller's caches
-
         def one():
-            return playbook(boxes.inventory, "--tags", "check", "-l", boxes.names[0])[0]
+            return unchanged(playbook(boxes.inventory, "--tags", "check", "-l", boxes.names[0]), "the host checks")
 
         def many():
-            return playbook(boxes.inventory, "--tags", "check")[0]
+            return unchanged(playbook(boxes.inventory, "--tags", "check"), "the host checks")
 
         times = alternate([("1 box", one), ("%d boxes" % CHECK_BOXES, many)])
     finally:
@@ -328,12 +356,9 @@ class Fleet:
              "-e", "sim_prefix=" + PREFIX], env=ansible_env())
 
     def destroy(self):
-        subprocess.call(["docker", "rm", "-f"] + self.names + [PREFIX + "-hub"], stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL)
-        subprocess.call(["docker", "volume", "rm"] + ["%s-docker" % n for n in self.names],
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        subprocess.call(["docker", "network", "rm", PREFIX + "-net"], stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL)
+        cleanup(["docker", "rm", "-f"] + self.names + [PREFIX + "-hub"])
+        cleanup(["docker", "volume", "rm"] + ["%s-docker" % n for n in self.names])
+        cleanup(["docker", "network", "rm", PREFIX + "-net"])
 
 
 def bench_deploy(work):
@@ -369,11 +394,7 @@ def bench_converged(work, rows_wanted):
         def noop(limit):
             def thunk():
                 args = ["-l", limit] if limit else []
-                seconds, out = playbook(fleet.inventory, *args)
-                changed = recap_changes(out)
-                if changed:
-                    raise BenchError("a no-op converge changed something on %s:\n%s" % (", ".join(changed), out[-3000:]))
-                return seconds
+                return unchanged(playbook(fleet.inventory, *args), "a no-op converge")
             return thunk
 
         if "noop" in rows_wanted:
@@ -410,7 +431,8 @@ def table(rows):
         lines.append("| %s | %s %.2f s %s | %s | %s | %s | %s |" % (
             row["row"], row["a"]["label"], row["a"]["median"], row["a"]["runs"],
             "%s %.2f s %s" % (b["label"], b["median"], b["runs"]) if b else "-",
-            "%.2f" % row["ratio"] if row["ratio"] is not None else "-", row["goal"], "yes" if row["met"] else "NO"))
+            "%.2f" % row["ratio"] if row["ratio"] is not None else "-", row["goal"],
+            {True: "yes", False: "NO"}.get(row["met"], row["met"])))
     return "\n".join(lines)
 
 
