@@ -36,10 +36,10 @@ options:
   p2p_gpus:
     description:
       - Also read peer-to-peer between these GPU indices (what M(glm53.tensorfold.gpu_peer_info)
-        reads), in the same call: one module run per host for the host checks.
+        reads) in the same call, so the host checks need one module run per host for the GPUs.
       - Read only when at least two distinct indices are given and every one of them exists;
         otherwise RV(peer) says why it was skipped. A peer-to-peer matrix that cannot be read never
-        fails the module (RV(peer.failed) with the reason): peer-to-peer is a warning, not an error.
+        fails the module (RV(peer.failed) with the reason), since peer-to-peer is a warning, not an error.
     type: list
     elements: int
     default: []
