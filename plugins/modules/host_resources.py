@@ -82,7 +82,7 @@ options:
     type: bool
     default: false
   docker_container:
-    description: A container whose running state RV(docker.own_container_running) reports.
+    description: A container whose running state RV(docker) reports (C(own_container_running)).
     type: str
 extends_documentation_fragment:
   - glm53.tensorfold.read_only
