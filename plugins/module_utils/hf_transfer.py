@@ -41,23 +41,6 @@ PIPELINE_DEPTH = 16
 # Files fetched at once: with two streams the receiving, writing and hashing of one overlap those
 # of the other (hashlib, socket reads and file writes release the GIL), like `hf download`'s workers.
 PARALLEL_FILES = 2
-# The HTTP stack under huggingface_hub's session (httpx over httpcore and h11) reads the socket 64 KiB
-# at a time, and each read passes through several layers of Python: for files of gigabytes that is
-# a third of the client's CPU beside the checksum. Reads of 1 MiB cut it; a stack without that knob
-# keeps its own size.
-SOCKET_READ = 1024 * 1024
-
-
-def larger_socket_reads():
-    """Let the HTTP/1.1 connections of this process read the socket SOCKET_READ bytes at a time."""
-    for name in ("httpcore2._sync.http11", "httpcore._sync.http11"):
-        try:
-            http11 = __import__(name, fromlist=["HTTP11Connection"])
-        except ImportError:
-            continue
-        connection = getattr(http11, "HTTP11Connection", None)
-        if connection is not None and getattr(connection, "READ_NUM_BYTES", SOCKET_READ) < SOCKET_READ:
-            connection.READ_NUM_BYTES = SOCKET_READ
 
 
 class SnapshotError(Exception):
@@ -276,7 +259,6 @@ class Snapshot:
             import huggingface_hub  # pylint: disable=import-outside-toplevel
             from huggingface_hub import utils as hf_utils  # pylint: disable=import-outside-toplevel
             api = huggingface_hub.HfApi(endpoint=self.endpoint, token=self.token or False)
-            larger_socket_reads()
             self._hub = (huggingface_hub, hf_utils, api)
         return self._hub
 

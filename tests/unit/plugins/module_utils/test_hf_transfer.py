@@ -231,13 +231,3 @@ def test_a_file_that_ends_short_asks_for_a_rerun(tmp_path):
 
 def test_new_hasher_matches_the_kinds_the_plan_gives():
     assert hf_plan.new_hasher({"kind": "lfs", "size": 3}).name == "sha256"
-
-
-def test_socket_reads_grow_to_a_mib_and_a_larger_setting_stays(monkeypatch):
-    http11 = pytest.importorskip("httpcore2._sync.http11")
-    monkeypatch.setattr(http11.HTTP11Connection, "READ_NUM_BYTES", 64 * 1024)
-    hf_transfer.larger_socket_reads()
-    assert http11.HTTP11Connection.READ_NUM_BYTES == hf_transfer.SOCKET_READ
-    monkeypatch.setattr(http11.HTTP11Connection, "READ_NUM_BYTES", 4 * hf_transfer.SOCKET_READ)
-    hf_transfer.larger_socket_reads()
-    assert http11.HTTP11Connection.READ_NUM_BYTES == 4 * hf_transfer.SOCKET_READ
