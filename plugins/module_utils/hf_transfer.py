@@ -4,8 +4,9 @@
 """A pinned Hub snapshot into a plain folder: resumable after a kill, verified once.
 
 Each file's checksum is computed while its bytes arrive (a second thread hashes what the first one
-received and wrote, a third makes it durable and records how far), so no file is read back; a resume hashes the bytes already on
-disk before the resume point, once. Two files are fetched at once.
+received and wrote, a third makes it durable and records how far), so no file is read back; a
+resume hashes the bytes already on disk before the resume point, once. Two files are fetched at
+once.
 
 huggingface_hub does the Hub's API (revision resolution, tree listing with sizes, git oids and
 LFS sha256, URLs, auth headers, error classes) and its configured HTTP session carries the bytes.
