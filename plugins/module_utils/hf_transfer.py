@@ -446,21 +446,15 @@ class Snapshot:
                 # The bytes as they came off the socket (no re-chunking copy); decoded only when a
                 # server compressed them despite the identity request.
                 encoded = resp.headers.get("Content-Encoding", "identity").lower() not in ("", "identity")
-                half_chunk = max(1, self.chunk_size // 2)
-                unreported = 0
                 for block in (resp.iter_bytes() if encoded else resp.iter_raw()):
                     writer.write(block)
                     since_commit += len(block)
-                    unreported += len(block)
-                    if unreported >= READ_BLOCK:  # the progress file's lock and clock, once a MiB
-                        progress.add(unreported, spec["path"])
-                        unreported = 0
-                    if since_commit >= half_chunk:
+                    progress.add(len(block), spec["path"])
+                    if since_commit >= max(1, self.chunk_size // 2):
                         writer.commit()
                         since_commit = 0
                     if writer.position > spec["size"]:
                         break
-                progress.add(unreported, spec["path"])
         except SnapshotError:
             writer.close()
             raise
