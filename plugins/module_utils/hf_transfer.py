@@ -3,10 +3,9 @@
 # Apache License 2.0 (see LICENSE)
 """A pinned Hub snapshot into a plain folder: resumable after a kill, verified once.
 
-Each file's checksum is computed while its bytes arrive (a second thread hashes what the first one
-received and wrote, a third makes it durable and records how far), so no file is read back; a
-resume hashes the bytes already on disk before the resume point, once. Two files are fetched at
-once.
+Each file's checksum is computed while its bytes arrive (a second thread hashes and commits what
+the first one received and wrote), so no file is read back; a resume hashes the bytes already on
+disk before the resume point, once. Two files are fetched at once.
 
 huggingface_hub does the Hub's API (revision resolution, tree listing with sizes, git oids and
 LFS sha256, URLs, auth headers, error classes) and its configured HTTP session carries the bytes.
@@ -130,16 +129,14 @@ class Progress:
 
 
 class HashingWriter:
-    """Writes one file's bytes as they arrive, hashes them on a second thread, in order, and makes
-    them durable on a third.
+    """Writes one file's bytes as they arrive and hashes them on a second thread, in order.
 
     The receiving thread calls ``write`` (the bytes go to the file at once) and ``commit`` (every
-    half chunk). The hashing thread only updates the checksum; the commit thread flushes the file
-    to disk (fdatasync) and records the position, so a killed download resumes from there. Neither
-    the receiving nor the hashing waits for the disk. A commit first waits for the one before it,
-    so the bytes on disk beyond the last recorded position stay under two half chunks: the
-    one-chunk bound on what a kill re-fetches holds. ``close`` returns the checksum object once
-    every byte written was hashed; the file is never read back.
+    half chunk); the second thread updates the checksum and, for a commit, fsyncs the file and
+    records the position, so a killed download resumes from there. A commit first waits for the
+    one before it, so the bytes on disk beyond the last recorded position stay under two half
+    chunks: the one-chunk bound on what a kill re-fetches holds. ``close`` returns the checksum
+    object once every byte written was hashed; the file is never read back.
     """
 
     def __init__(self, fd, hasher, position, on_commit):
@@ -153,12 +150,9 @@ class HashingWriter:
         self._batch = []
         self._batch_bytes = 0
         self._queue = queue.Queue(PIPELINE_DEPTH)
-        self._commits = queue.Queue()  # holds one position at most: a commit waits for the one before
-        self._thread = threading.Thread(target=self._hash_work, name="hf_transfer-hash")
-        self._committer = threading.Thread(target=self._commit_work, name="hf_transfer-commit")
-        for thread in (self._thread, self._committer):
-            thread.daemon = True
-            thread.start()
+        self._thread = threading.Thread(target=self._work, name="hf_transfer-hash")
+        self._thread.daemon = True
+        self._thread.start()
 
     def write(self, block):
         view = memoryview(block)
@@ -171,20 +165,18 @@ class HashingWriter:
             self._flush_batch()
 
     def commit(self):
-        """Make every byte written so far durable and record it (done on the commit thread)."""
+        """Make every byte written so far durable and record it (done on the hashing thread)."""
         self._flush_batch()
         while not self._previous_commit_done.wait(1.0):
-            if not self._committer.is_alive():
+            if not self._thread.is_alive():
                 break
         self._previous_commit_done.clear()
-        self._commits.put(self.position)
+        self._queue.put(self.position)
 
     def close(self):
         self._flush_batch()
         self._queue.put(None)
-        self._commits.put(None)
         self._thread.join()
-        self._committer.join()
         if self.error is not None:
             raise self.error  # pylint: disable=raising-bad-type
         return self.hasher
@@ -194,33 +186,25 @@ class HashingWriter:
             self._queue.put(self._batch)
             self._batch, self._batch_bytes = [], 0
 
-    def _hash_work(self):
+    def _work(self):
         while True:
-            batch = self._queue.get()
-            if batch is None:
-                return
-            if self.error is not None:
-                continue  # keep draining so the receiving thread never blocks
-            try:
-                for block in batch:
-                    self.hasher.update(block)
-            except Exception as exc:  # pylint: disable=broad-except  # handed to the receiving thread
-                self.error = exc
-
-    def _commit_work(self):
-        while True:
-            position = self._commits.get()
-            if position is None:
+            item = self._queue.get()
+            if item is None:
                 return
             try:
-                if self.error is None:
-                    # Data and size (what a resume reads), not the times: cheaper than fsync.
-                    getattr(os, "fdatasync", os.fsync)(self.fd)
-                    self.on_commit(position)
+                if self.error is not None:
+                    continue  # keep draining so the receiving thread never blocks
+                if isinstance(item, list):
+                    for block in item:
+                        self.hasher.update(block)
+                else:
+                    os.fsync(self.fd)
+                    self.on_commit(item)
             except Exception as exc:  # pylint: disable=broad-except  # handed to the receiving thread
                 self.error = exc
             finally:
-                self._previous_commit_done.set()
+                if not isinstance(item, list):
+                    self._previous_commit_done.set()
 
 
 class Snapshot:

@@ -136,24 +136,6 @@ def test_writer_reports_a_failure_of_its_hashing_thread(tmp_path):
     os.close(fd)
 
 
-def test_writer_reports_a_failed_commit_and_records_nothing_after_it(tmp_path):
-    recorded = []
-
-    def record(position):
-        recorded.append(position)
-        raise OSError("state folder is read-only")
-
-    fd = os.open(str(tmp_path / "f"), os.O_WRONLY | os.O_CREAT)
-    writer = hf_transfer.HashingWriter(fd, hashlib.sha256(), 0, record)
-    for dummy in range(3):  # the second commit waits for the first, which failed: never blocks
-        writer.write(b"x" * hf_transfer.READ_BLOCK)
-        writer.commit()
-    with pytest.raises(OSError, match="read-only"):
-        writer.close()
-    os.close(fd)
-    assert recorded == [hf_transfer.READ_BLOCK]
-
-
 @pytest.mark.parametrize("size", [0, 1, 5000])
 def test_small_files_are_checked_by_their_git_oid(tmp_path, size):
     data = payload(size)
