@@ -2,15 +2,19 @@
 """The fleet-speed benchmark: every row of the speed table measured in one run.
 
 Each side of a ratio is a whole command timed the same way (a new process: `ansible-playbook`,
-`ansible` ad hoc, `hf download`, `curl`), run BENCH_REPEAT times (default 3, at least 3 unless
-lowered for a trial) in alternation, and its median is printed. Every command has a deadline
-(BENCH_TIMEOUT seconds, default 1800); a "no-op" run whose recap shows a change fails the bench.
+`ansible` ad hoc, `hf download`, `curl`): each side once untimed (a warm-up for both), then
+BENCH_REPEAT times (default 3) in alternation, and its median is printed; with fewer than 3 runs a
+row is a trial and its goal reads "trial", never "yes". Every command and every wait has a deadline
+(BENCH_TIMEOUT seconds per command, default 1800); a run that must change nothing (a no-op
+converge, the host checks) and shows a change in its recap fails the bench.
 The table is printed with both figures and the ratio, and saved as JSON under reports/bench/.
 
 Rows (name them to run only some; default all):
   weights      checkpoint download, every sha256 verified (hf_snapshot through `ansible`) / `hf download`
   peer         peer copy (hf_snapshot from hf_peer's server) / plain HTTP copy (`curl` from `python3 -m http.server`)
-  host-checks  `site.yml --tags check`: BENCH_CHECK_BOXES boxes (default 8) / 1 box; and 1 box absolute
+  host-checks  `site.yml --tags gpu_host_checks` (the settings pre-flight and the host checks; `--tags check`
+               also runs the toolkit's checks, which need a Docker engine the light boxes lack):
+               BENCH_CHECK_BOXES boxes (default 8) / 1 box; and 1 box absolute
   deploy       first deploy (`site.yml` on fresh boxes): BENCH_DEPLOY_BOXES (default 8) / 1
   noop         no-op converge: BENCH_BOXES (default 32) / 1; and 1 box absolute
   restart      `--tags restart` of one box beyond the engine stand-in's own start (with profile_tasks)
@@ -85,6 +89,14 @@ def run(cmd, env=None, timeout=None, cwd=ROOT):
     return seconds, out
 
 
+def cleanup(cmd):
+    """A cleanup command (remove boxes, volumes, networks): its own deadline, failures ignored."""
+    try:
+        subprocess.call(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+    except subprocess.TimeoutExpired:
+        log("%s ran past its deadline of 300 s" % " ".join(cmd[:3]))
+
+
 def recap_changes(out):
     """Hosts whose PLAY RECAP shows changed > 0."""
     return sorted(set(m.group(1) for m in re.finditer(r"^(\S+)\s+:\s+ok=\d+\s+changed=([1-9]\d*)", out, re.M)))
@@ -94,20 +106,31 @@ def side(label, runs):
     return {"label": label, "runs": [round(r, 2) for r in runs], "median": round(statistics.median(runs), 2)}
 
 
+def judged(met, *sides):
+    """A goal is met only on at least three runs a side; fewer is a trial, never a pass."""
+    if any(len(one["runs"]) < 3 for one in sides if one):
+        return "trial"
+    return met
+
+
 def ratio_row(name, a, b, goal, higher_is_better=False):
     """A row comparing side a (numerator) with side b; goal: the bound on a/b."""
     ratio = a["median"] / b["median"] if b["median"] else float("inf")
     met = ratio >= goal if higher_is_better else ratio <= goal
     return {"row": name, "a": a, "b": b, "ratio": round(ratio, 2),
-            "goal": "%s %.2f" % (">=" if higher_is_better else "<=", goal), "met": met}
+            "goal": "%s %.2f" % (">=" if higher_is_better else "<=", goal), "met": judged(met, a, b)}
 
 
 def absolute_row(name, a, goal_s):
-    return {"row": name, "a": a, "b": None, "ratio": None, "goal": "< %g s" % goal_s, "met": a["median"] < goal_s}
+    return {"row": name, "a": a, "b": None, "ratio": None, "goal": "< %g s" % goal_s,
+            "met": judged(a["median"] < goal_s, a)}
 
 
 def alternate(commands):
-    """Run each (label, thunk) REPEAT times, interleaved; thunk returns seconds. Returns {label: [s...]}."""
+    """Run each (label, thunk) once untimed (both sides find the caches warm), then REPEAT times,
+    interleaved; thunk returns seconds. Returns {label: [s...]}."""
+    for label, thunk in commands:
+        log("%s warm-up: %.2f s" % (label, thunk()))
     times = dict((label, []) for label, dummy in commands)
     for round_no in range(REPEAT):
         for label, thunk in commands:
@@ -168,10 +191,12 @@ class LocalHub:
         self.proc.wait(timeout=30)
 
 
-def hf_snapshot_adhoc(dest, endpoint, state_dir=None):
+def hf_snapshot_adhoc(dest, endpoint, state_dir=None, token_file=None):
     args = {"repo_id": REPO, "revision": COMMIT, "local_dir": dest + "/model", "endpoint": endpoint}
     if state_dir:
         args["state_dir"] = state_dir
+    if token_file:
+        args["token_file"] = token_file
     seconds, out = run([os.path.join(BIN, "ansible"), "localhost", "-o", "-m", "glm53.tensorfold.hf_snapshot",
                         "-a", json.dumps(args), "-e", "ansible_python_interpreter=" + sys.executable],
                        env=ansible_env())
@@ -212,10 +237,15 @@ def bench_peer(work):
         hub.close()
     peer_port, plain_port = free_port(), free_port()
     collections = os.path.join(ROOT, ".cache", "collections")
+    # The run's secret, as the weights_fetch role hands it over: a 0600 file on both sides.
+    secret_file = work + "/peer.secret"
+    with os.fdopen(os.open(secret_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as handle:
+        handle.write(os.urandom(24).hex() + "\n")
     serve = ("import sys; sys.path.insert(0, %r); from ansible_collections.glm53.tensorfold.plugins.module_utils "
              "import hf_peer; hf_peer.serve([{'repo_id': %r, 'revision': %r, 'local_dir': %r, 'state_dir': %r}], "
-             "'127.0.0.1', %d, %r, 3600)" % (collections, REPO, COMMIT, seed + "/model", seed + "/.state",
-                                             peer_port, work + "/stop-peer"))
+             "'127.0.0.1', %d, %r, 3600, hf_peer.read_secret(%r))"
+             % (collections, REPO, COMMIT, seed + "/model", seed + "/.state", peer_port, work + "/stop-peer",
+                secret_file))
     servers = [subprocess.Popen([sys.executable, "-c", serve], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
                subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "--directory",
                                  seed + "/model", str(plain_port)], stdout=subprocess.DEVNULL,
@@ -236,7 +266,7 @@ def bench_peer(work):
 
         def ours():
             shutil.rmtree(work + "/copy", ignore_errors=True)
-            return hf_snapshot_adhoc(work + "/copy", peer)
+            return hf_snapshot_adhoc(work + "/copy", peer, token_file=secret_file)
 
         times = alternate([("plain HTTP copy", plain), ("peer copy", ours)])
     finally:
@@ -274,7 +304,7 @@ class LightBoxes:
             run(["docker", "cp", work + "/profile.json", name + ":/etc/glm53-sim/gpu-profile.json"])
 
     def close(self):
-        subprocess.call(["docker", "rm", "-f"] + self.names, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cleanup(["docker", "rm", "-f"] + self.names)
 
 
 def playbook(inventory, *args, env=None):
@@ -282,16 +312,24 @@ def playbook(inventory, *args, env=None):
                + list(args), env=ansible_env(env))
 
 
+def unchanged(seconds_out, what):
+    """The seconds of a run that must change nothing; a change fails the bench."""
+    seconds, out = seconds_out
+    changed = recap_changes(out)
+    if changed:
+        raise BenchError("%s changed something on %s:\n%s" % (what, ", ".join(changed), out[-3000:]))
+    return seconds
+
+
 def bench_host_checks(work):
     boxes = LightBoxes(CHECK_BOXES, work)
     try:
-        playbook(boxes.inventory, "--tags", "check", "-l", boxes.names[0])  # warms the controller's caches
-
         def one():
-            return playbook(boxes.inventory, "--tags", "check", "-l", boxes.names[0])[0]
+            return unchanged(playbook(boxes.inventory, "--tags", "gpu_host_checks", "-l", boxes.names[0]),
+                             "the host checks")
 
         def many():
-            return playbook(boxes.inventory, "--tags", "check")[0]
+            return unchanged(playbook(boxes.inventory, "--tags", "gpu_host_checks"), "the host checks")
 
         times = alternate([("1 box", one), ("%d boxes" % CHECK_BOXES, many)])
     finally:
@@ -321,12 +359,9 @@ class Fleet:
              "-e", "sim_prefix=" + PREFIX], env=ansible_env())
 
     def destroy(self):
-        subprocess.call(["docker", "rm", "-f"] + self.names + [PREFIX + "-hub"], stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL)
-        subprocess.call(["docker", "volume", "rm"] + ["%s-docker" % n for n in self.names],
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        subprocess.call(["docker", "network", "rm", PREFIX + "-net"], stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL)
+        cleanup(["docker", "rm", "-f"] + self.names + [PREFIX + "-hub"])
+        cleanup(["docker", "volume", "rm"] + ["%s-docker" % n for n in self.names])
+        cleanup(["docker", "network", "rm", PREFIX + "-net"])
 
 
 def bench_deploy(work):
@@ -362,11 +397,7 @@ def bench_converged(work, rows_wanted):
         def noop(limit):
             def thunk():
                 args = ["-l", limit] if limit else []
-                seconds, out = playbook(fleet.inventory, *args)
-                changed = recap_changes(out)
-                if changed:
-                    raise BenchError("a no-op converge changed something on %s:\n%s" % (", ".join(changed), out[-3000:]))
-                return seconds
+                return unchanged(playbook(fleet.inventory, *args), "a no-op converge")
             return thunk
 
         if "noop" in rows_wanted:
@@ -403,7 +434,8 @@ def table(rows):
         lines.append("| %s | %s %.2f s %s | %s | %s | %s | %s |" % (
             row["row"], row["a"]["label"], row["a"]["median"], row["a"]["runs"],
             "%s %.2f s %s" % (b["label"], b["median"], b["runs"]) if b else "-",
-            "%.2f" % row["ratio"] if row["ratio"] is not None else "-", row["goal"], "yes" if row["met"] else "NO"))
+            "%.2f" % row["ratio"] if row["ratio"] is not None else "-", row["goal"],
+            {True: "yes", False: "NO"}.get(row["met"], row["met"])))
     return "\n".join(lines)
 
 

@@ -30,8 +30,7 @@ class ActionModule(ControllerAction):
         if args["resources"] is None or args["gpu_info"] is None:
             raise AnsibleActionFail("gpu_host_verdict: resources and gpu_info are required to judge a host")
         expect = args["expect"]
-        observed = host_checks.observe(args["resources"], args["gpu_info"], args["peer_info"],
-                                       args["docker_info"], args["groups"], args["own_container"])
+        observed = host_checks.observe(args["resources"], args["gpu_info"])
         problems = host_checks.host_problems(task_vars.get("inventory_hostname", "host"), observed, expect)
         gpus = host_checks.select(observed["gpu_info"].get("gpus") or [], expect.get("gpu_indices", [0, 1]))[0]
         return {"status": host_checks.status(problems), "problems": problems, "gpus": gpus}

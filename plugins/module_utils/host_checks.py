@@ -15,7 +15,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import re
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import record
@@ -63,40 +62,24 @@ def _docker(host, observed, expect, problems):
                                % (", ".join(sorted(runtimes)) or "none")))
 
 
-def _docker_observed(docker_info, groups, own_container):
-    """The Docker part of ``observed`` from the registered results of ``docker info --format
-    '{{json .}}'``, ``id -nG`` and ``docker container inspect --format '{{.State.Running}}'`` (each
-    may be a skipped result or None)."""
-    docker_info, groups, own_container = docker_info or {}, groups or {}, own_container or {}
-    ok = docker_info.get("rc", 1) == 0
-    error = ((docker_info.get("stderr") or docker_info.get("msg") or "").strip()).split("\n")[0]
-    runtimes = []
-    if ok:
-        try:
-            runtimes = list((json.loads(docker_info.get("stdout") or "{}").get("Runtimes") or {}).keys())
-        except (ValueError, AttributeError):
-            runtimes = []
-    return {
-        "ok": ok,
-        "error": error,
-        "runtimes": runtimes,
-        "groups": groups["stdout"].split() if "stdout" in groups else None,
-        "own_container_running": (own_container.get("stdout") or "").strip() == "true",
-    }
+NO_DOCKER_ANSWER = {"ok": False, "error": "Docker was not asked", "runtimes": [], "groups": None,
+                    "own_container_running": False}
 
 
-def observe(resources, gpu_info, peer=None, docker_info=None, groups=None, own_container=None):
-    """What ``host_problems`` judges, from the registered results of the role's read-only tasks:
-    host_resources, gpu_info, gpu_peer_info and the Docker commands (skipped results allowed)."""
+def observe(resources, gpu_info):
+    """What ``host_problems`` judges, from the role's two read-only results: host_resources (asked
+    with ``docker``: the daemon, its runtimes, the user's groups, the recipe's own container) and
+    gpu_info (asked with ``p2p_gpus``: peer-to-peer in its ``peer``)."""
     resources = resources or {}
+    gpu_info = gpu_info or {}
     return {
         "system": resources.get("system"),
         "architecture": resources.get("architecture"),
         "user": resources.get("user"),
         "tools": resources.get("tools") or {},
-        "docker": _docker_observed(docker_info, groups, own_container),
-        "gpu_info": gpu_info or {},
-        "peer": peer,
+        "docker": resources.get("docker") or dict(NO_DOCKER_ANSWER),
+        "gpu_info": gpu_info,
+        "peer": gpu_info.get("peer"),
         "resources": resources,
     }
 

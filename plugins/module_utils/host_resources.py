@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import errno
+import json
 import os
 import socket
 
@@ -166,3 +167,37 @@ def port_free(port, address="0.0.0.0"):
 def find_tools(names, which):
     """``{name: path or None}`` for each tool, using ``which(name)``."""
     return dict((name, which(name) or None) for name in names)
+
+
+DOCKER_ROOT = "/var/lib/docker"
+
+
+def docker_info_answer(rc, out, err):
+    """``docker info --format '{{json .}}'``'s answer: ok, the first line of its error, the runtime
+    names and the root folder (Docker's default when it does not say)."""
+    info = {}
+    if rc == 0:
+        try:
+            info = json.loads(out or "{}")
+        except ValueError:
+            rc, err = 1, "docker info gave no JSON: %s" % (out or "").strip()[:200]
+    lines = (err or "").strip().splitlines()
+    return {"ok": rc == 0, "error": "" if rc == 0 else (lines[0].strip() if lines else "exit status %d" % rc),
+            "runtimes": sorted((info.get("Runtimes") or {}).keys()) if isinstance(info, dict) else [],
+            "root_dir": (info.get("DockerRootDir") if isinstance(info, dict) else None) or DOCKER_ROOT}
+
+
+def group_names(gids, name_of=None):
+    """Names of the process's groups (what ``id -nG`` prints); a group without a name by its number."""
+    if name_of is None:
+        import grp  # pylint: disable=import-outside-toplevel  # POSIX only; hosts are Linux
+
+        def name_of(gid):
+            return grp.getgrgid(gid).gr_name
+    names = []
+    for gid in gids:
+        try:
+            names.append(name_of(gid))
+        except KeyError:
+            names.append(str(gid))
+    return names

@@ -14,8 +14,8 @@ short_description: Judge a GPU box's host checks against the recipe, or sum up t
 version_added: 0.2.0
 description:
   - Judges what the gpu_host_checks role read on a host (the results of
-    M(glm53.tensorfold.host_resources), M(glm53.tensorfold.gpu_info),
-    M(glm53.tensorfold.gpu_peer_info) and the C(docker) commands) against O(expect), and returns
+    M(glm53.tensorfold.host_resources) asked with its O(glm53.tensorfold.host_resources#module:docker) option and
+    M(glm53.tensorfold.gpu_info) asked with its O(glm53.tensorfold.gpu_info#module:p2p_gpus) option) against O(expect), and returns
     every problem with its code, in the recipe's order of checks (platform, tools, Docker daemon,
     docker group, NVIDIA runtime, GPU count and model, driver, memory per GPU, compute processes,
     power cap, peer-to-peer, disk, host memory, ports), with the host's status.
@@ -33,18 +33,6 @@ options:
     type: dict
   gpu_info:
     description: The result of M(glm53.tensorfold.gpu_info) (a failed one is an C(E_GPU) problem). Required unless O(fleet) is given.
-    type: dict
-  peer_info:
-    description: The result of M(glm53.tensorfold.gpu_peer_info); skipped or absent means not checked.
-    type: dict
-  docker_info:
-    description: The registered result of C(docker info) printing its JSON; skipped or absent means Docker does not answer.
-    type: dict
-  groups:
-    description: The registered result of C(id -nG) for the connecting user; skipped or absent means not checked.
-    type: dict
-  own_container:
-    description: The registered result of C(docker container inspect) printing C(.State.Running) for the recipe's container.
     type: dict
   expect:
     description:
@@ -66,8 +54,6 @@ EXAMPLES = r"""
   glm53.tensorfold.gpu_host_verdict:
     resources: "{{ resources }}"
     gpu_info: "{{ gpu_answer }}"
-    peer_info: "{{ peer_answer }}"
-    docker_info: "{{ docker_answer }}"
     expect: {gpu_count: 2, gpu_indices: [0, 1], model_pattern: RTX PRO 6000}
 
 - name: Sum up the fleet
@@ -106,10 +92,6 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils.controller_action
 ARGUMENT_SPEC = dict(
     resources=dict(type="dict"),
     gpu_info=dict(type="dict"),
-    peer_info=dict(type="dict"),
-    docker_info=dict(type="dict"),
-    groups=dict(type="dict"),
-    own_container=dict(type="dict"),
     expect=dict(type="dict", default={}),
     fleet=dict(type="list", elements="str"),
 )

@@ -33,6 +33,16 @@ options:
     type: list
     elements: int
     default: []
+  p2p_gpus:
+    description:
+      - Also read peer-to-peer between these GPU indices (what M(glm53.tensorfold.gpu_peer_info)
+        reads) in the same call, so the host checks need one module run per host for the GPUs.
+      - Read only when at least two distinct indices are given and every one of them exists;
+        otherwise RV(peer) says why it was skipped. A peer-to-peer matrix that cannot be read never
+        fails the module (RV(peer.failed) with the reason), since peer-to-peer is a warning, not an error.
+    type: list
+    elements: int
+    default: []
 notes:
   - Versions are read from C(--query-gpu=driver_version) and C(nvidia-smi --version), not from the
     banner, whose labels changed in the 610 driver series (C(KMD Version), C(CUDA UMD Version)).
@@ -125,13 +135,44 @@ cuda_version:
   returned: success
   type: str
   sample: "13.0"
+peer:
+  description:
+    - Peer-to-peer between O(p2p_gpus), as M(glm53.tensorfold.gpu_peer_info) returns it (RV(peer.read),
+      RV(peer.write), RV(peer.peer_ok)) plus RV(peer.warning); or RV(peer.skipped) / RV(peer.failed)
+      with RV(peer.msg).
+  returned: when O(p2p_gpus) is set
+  type: dict
+  contains:
+    read:
+      description: Read status per pair, keyed C(A-B).
+      type: dict
+    write:
+      description: Write status per pair, keyed C(A-B).
+      type: dict
+    peer_ok:
+      description: True when every pair reads and writes.
+      type: bool
+    warning:
+      description: What is wrong with peer-to-peer, or null.
+      type: str
+    skipped:
+      description: True when fewer than two of the wanted GPUs exist; nothing was asked.
+      type: bool
+    failed:
+      description: True when nvidia-smi could not answer; the rest of the result stands.
+      type: bool
+    msg:
+      description: Why it was skipped or failed.
+      type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import nvidia_smi as smi
 from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi_command import (
+    P2PUnreadable,
     find_nvidia_smi,
+    read_p2p,
     run_nvidia_smi,
 )
 
@@ -141,6 +182,7 @@ def main():
         argument_spec=dict(
             nvidia_smi=dict(type="path"),
             gpus=dict(type="list", elements="int", default=[]),
+            p2p_gpus=dict(type="list", elements="int", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -167,7 +209,25 @@ def main():
     if cuda is None:  # older drivers: --version has no CUDA line; the banner has
         cuda = smi.parse_cuda_version(run_nvidia_smi(module, binary, []))
     driver = driver or smi.parse_driver_version(version_text)
-    module.exit_json(changed=False, gpus=selected, driver_version=driver, cuda_version=cuda)
+    result = dict(changed=False, gpus=selected, driver_version=driver, cuda_version=cuda)
+    if module.params["p2p_gpus"]:
+        result["peer"] = peer_between(module, binary, module.params["p2p_gpus"], [g["index"] for g in gpus])
+    module.exit_json(**result)
+
+
+def peer_between(module, binary, wanted, present):
+    """Peer-to-peer between the wanted GPUs when it can be asked; skipped or failed says why not."""
+    missing = [index for index in wanted if index not in present]
+    if len(set(wanted)) < 2 or missing:
+        return {"skipped": True, "msg": "GPU(s) %s not on this host" % missing if missing
+                else "peer-to-peer needs two GPUs"}
+    try:
+        peer = read_p2p(module, binary, wanted)
+    except P2PUnreadable as err:
+        return {"failed": True, "msg": str(err)}
+    if peer["warning"]:
+        module.warn(peer["warning"])
+    return peer
 
 
 if __name__ == "__main__":

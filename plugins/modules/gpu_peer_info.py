@@ -81,10 +81,10 @@ warnings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import nvidia_smi as smi
 from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi_command import (
+    P2PUnreadable,
     find_nvidia_smi,
-    run_nvidia_smi,
+    read_p2p,
 )
 
 
@@ -96,28 +96,13 @@ def main():
         ),
         supports_check_mode=True,
     )
-    binary = find_nvidia_smi(module)
     try:
-        present, read_matrix = smi.parse_p2p_table(run_nvidia_smi(module, binary, ["topo", "-p2p", "r"]))
-        write_text = run_nvidia_smi(module, binary, ["topo", "-p2p", "w"])
-        write_matrix = smi.parse_p2p_matrix(write_text)
-    except smi.NvidiaSmiParseError as err:
-        module.fail_json(msg="could not read nvidia-smi's peer-to-peer matrix: %s" % err)
-    selected = module.params["gpus"] or present
-    missing = [index for index in selected if index not in present]
-    if missing:
-        module.fail_json(msg="GPU index %s not found: nvidia-smi lists GPU(s) %s." % (
-            ", ".join(str(i) for i in missing), ", ".join(str(i) for i in present) or "none"))
-    if len(set(selected)) < 2:
-        module.fail_json(msg="peer-to-peer needs at least two GPUs: %s selected, and this host has %d "
-                             "GPU(s) (%s)." % (len(set(selected)), len(present),
-                                               ", ".join("GPU %d" % i for i in present) or "none"))
-    read = smi.pair_statuses(read_matrix, selected)
-    write = smi.pair_statuses(write_matrix, selected)
-    warning = smi.p2p_warning(read, write, smi.parse_legend(write_text))
-    if warning:
-        module.warn(warning)
-    module.exit_json(changed=False, read=read, write=write, peer_ok=warning is None)
+        peer = read_p2p(module, find_nvidia_smi(module), module.params["gpus"])
+    except P2PUnreadable as err:
+        module.fail_json(msg=str(err), **err.details)
+    if peer["warning"]:
+        module.warn(peer["warning"])
+    module.exit_json(changed=False, read=peer["read"], write=peer["write"], peer_ok=peer["peer_ok"])
 
 
 if __name__ == "__main__":

@@ -39,9 +39,14 @@ options:
         type: str
         required: true
       path:
-        description: The path; it need not exist yet.
+        description: The path; it need not exist yet. Required unless O(paths[].docker_root) is set.
         type: path
-        required: true
+      docker_root:
+        description:
+          - The path is Docker's root folder, as the daemon reports it (C(DockerRootDir)), else
+            C(/var/lib/docker). Needs O(docker).
+        type: bool
+        default: false
       need_gib:
         description: Free space the path needs when nothing of it is in place, in GiB.
         type: float
@@ -69,6 +74,16 @@ options:
     type: list
     elements: str
     default: []
+  docker:
+    description:
+      - Also ask the Docker daemon (C(docker info)) whether it answers, its runtimes and root
+        folder; whether O(docker_container) runs; and the groups of the user, in the same module
+        run (the host checks make one call here per host, not four).
+    type: bool
+    default: false
+  docker_container:
+    description: A container whose running state RV(docker) reports (C(own_container_running)).
+    type: str
 extends_documentation_fragment:
   - glm53.tensorfold.read_only
 """
@@ -144,6 +159,15 @@ tools:
   returned: always
   type: dict
   sample: {"curl": "/usr/bin/curl", "hf": null}
+docker:
+  description:
+    - What the Docker daemon said. C(ok) (it answered), C(error) (the first line of its error),
+      C(runtimes) (names), C(root_dir), C(own_container_running) (O(docker_container) runs),
+      C(groups) (the user's groups; null for root).
+  returned: when O(docker) is set
+  type: dict
+  sample: {"ok": true, "error": "", "runtimes": ["nvidia", "runc"], "root_dir": "/var/lib/docker",
+           "own_container_running": false, "groups": null}
 """
 
 import getpass
@@ -155,13 +179,29 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.glm53.tensorfold.plugins.module_utils import host_resources as res
 
 
-def image_present(module, label):
+def image_present(module, docker, label):
     """True when Docker holds an image with ``label`` (False when Docker cannot be asked)."""
-    docker = module.get_bin_path("docker", required=False)
     if not docker:
         return False
     rc, out, dummy = module.run_command([docker, "image", "ls", "--quiet", "--filter", "label=%s" % label])
     return rc == 0 and bool(out.strip())
+
+
+def ask_docker(module, docker, container, user):
+    """The daemon's answer, the own container's state and the user's groups (see RETURN: docker)."""
+    if docker:
+        rc, out, err = module.run_command([docker, "info", "--format", "{{json .}}"])
+    else:
+        rc, out, err = 127, "", "docker is not on PATH"
+    answer = res.docker_info_answer(rc, out, err)
+    answer["own_container_running"] = False
+    if answer["ok"] and container:
+        rc, out, dummy = module.run_command([docker, "container", "inspect", "--format", "{{.State.Running}}",
+                                             container])
+        answer["own_container_running"] = rc == 0 and out.strip() == "true"
+    egid = os.getegid()  # first, as `id -nG` prints them
+    answer["groups"] = None if user == "root" else res.group_names([egid] + [g for g in os.getgroups() if g != egid])
+    return answer
 
 
 def main():
@@ -169,25 +209,36 @@ def main():
         argument_spec=dict(
             paths=dict(type="list", elements="dict", default=[], options=dict(
                 name=dict(type="str", required=True),
-                path=dict(type="path", required=True),
+                path=dict(type="path"),
+                docker_root=dict(type="bool", default=False),
                 need_gib=dict(type="float", required=True),
                 state_dir=dict(type="path"),
                 revision=dict(type="str"),
                 present_image_label=dict(type="str"),
-            )),
+            ), required_one_of=[("path", "docker_root")]),
             ports=dict(type="list", elements="int", default=[]),
             address=dict(type="str", default="0.0.0.0"),
             tools=dict(type="list", elements="str", default=[]),
+            docker=dict(type="bool", default=False),
+            docker_container=dict(type="str"),
         ),
         supports_check_mode=True,
     )
     p = module.params
+    user = getpass.getuser()
+    docker = module.get_bin_path("docker", required=False)
+    extra = {}
+    if p["docker"]:
+        extra["docker"] = ask_docker(module, docker, p["docker_container"], user)
     requests = []
     for request in p["paths"]:
+        path = request["path"]
+        if request["docker_root"]:
+            path = (extra.get("docker") or {}).get("root_dir") or res.DOCKER_ROOT
         need, why = res.weights_need_gib(request)
-        if request["present_image_label"] and image_present(module, request["present_image_label"]):
+        if request["present_image_label"] and image_present(module, docker, request["present_image_label"]):
             need, why = 0, "image present"
-        requests.append({"name": request["name"], "path": request["path"], "need_gib": need, "in_place": why})
+        requests.append({"name": request["name"], "path": path, "need_gib": need, "in_place": why})
     filesystems = res.disk_budget(requests, os.path.exists, res.device_id, res.statvfs_free_bytes)
     try:
         with open("/proc/meminfo") as handle:
@@ -201,7 +252,7 @@ def main():
     tools = res.find_tools(p["tools"], lambda name: module.get_bin_path(name, required=False))
     module.exit_json(changed=False, filesystems=filesystems, memory_available_mib=memory,
                      ports=ports, tools=tools, system=platform.system(),
-                     architecture=platform.machine(), user=getpass.getuser())
+                     architecture=platform.machine(), user=user, **extra)
 
 
 if __name__ == "__main__":

@@ -178,35 +178,28 @@ def test_docker_not_installed_is_said_so_once():
 
 RESOURCES = dict(HEALTHY["resources"], system="Linux", architecture="x86_64", user="deploy",
                  tools={"curl": "/usr/bin/curl", "docker": "/usr/bin/docker"})
-DOCKER_INFO = {"rc": 0, "stdout": '{"ServerVersion": "28.5.1", "Runtimes": {"runc": {}, "nvidia": {"path": "nvidia-container-runtime"}}}',
-               "stderr": "", "changed": False}
+# host_resources' docker answer (asked with docker: true) and gpu_info's peer (asked with p2p_gpus).
+DOCKER = {"ok": True, "error": "", "runtimes": ["nvidia", "runc"], "root_dir": "/var/lib/docker",
+          "groups": ["deploy", "adm", "docker"], "own_container_running": True}
 
 
-def test_observe_reads_the_registered_results_of_the_role():
-    seen = observe(RESOURCES, HEALTHY["gpu_info"], HEALTHY["peer"], DOCKER_INFO,
-                   {"rc": 0, "stdout": "deploy adm docker"}, {"rc": 0, "stdout": "true\n"})
+def test_observe_reads_the_two_results_of_the_role():
+    seen = observe(dict(RESOURCES, docker=DOCKER), dict(HEALTHY["gpu_info"], peer=HEALTHY["peer"]))
     assert (seen["system"], seen["architecture"], seen["user"]) == ("Linux", "x86_64", "deploy")
-    assert seen["tools"] == RESOURCES["tools"] and seen["resources"] is RESOURCES
-    assert seen["docker"] == {"ok": True, "error": "", "runtimes": ["runc", "nvidia"],
-                              "groups": ["deploy", "adm", "docker"], "own_container_running": True}
+    assert seen["tools"] == RESOURCES["tools"] and seen["docker"] == DOCKER and seen["peer"] == HEALTHY["peer"]
     assert host_problems("gpu1", seen, dict(EXPECT, docker=True)) == []
 
 
-def test_observe_a_silent_docker_daemon_gives_its_first_error_line():
-    answer = {"rc": 1, "stdout": "", "stderr": "Cannot connect to the Docker daemon at unix:///var/run/docker.sock.\nIs it running?\n"}
-    seen = observe(RESOURCES, HEALTHY["gpu_info"], docker_info=answer, groups={"skipped": True}, own_container={"skipped": True})
-    assert seen["docker"] == {"ok": False, "error": "Cannot connect to the Docker daemon at unix:///var/run/docker.sock.",
-                              "runtimes": [], "groups": None, "own_container_running": False}
+def test_observe_a_silent_docker_daemon_is_e_docker():
+    silent = {"ok": False, "error": "Cannot connect to the Docker daemon at unix:///var/run/docker.sock.", "runtimes": [],
+              "root_dir": "/var/lib/docker", "groups": ["deploy"], "own_container_running": False}
+    seen = observe(dict(RESOURCES, docker=silent), dict(HEALTHY["gpu_info"], peer=HEALTHY["peer"]))
     assert codes(host_problems("gpu1", seen, EXPECT)) == ["E_DOCKER"]
+    assert "Cannot connect to the Docker daemon" in host_problems("gpu1", seen, EXPECT)[0]["message"]
 
 
-def test_observe_skipped_docker_tasks_read_as_no_answer_and_no_groups():
-    seen = observe(RESOURCES, HEALTHY["gpu_info"], {"skipped": True}, {"skipped": True, "changed": False}, None, None)
+def test_observe_without_docker_asked_or_peer_read_judges_neither():
+    seen = observe(RESOURCES, dict(HEALTHY["gpu_info"], peer={"skipped": True, "msg": "not asked"}))
     assert seen["docker"]["ok"] is False and seen["docker"]["groups"] is None
-    assert seen["peer"] == {"skipped": True}
-    assert codes(host_problems("gpu1", seen, dict(EXPECT, docker=False))) == []
-
-
-def test_observe_a_command_that_could_not_run_gives_its_message():
-    seen = observe(RESOURCES, HEALTHY["gpu_info"], docker_info={"failed": True, "msg": "[Errno 2] No such file or directory: b'docker'", "rc": 2})
-    assert seen["docker"]["error"] == "[Errno 2] No such file or directory: b'docker'"
+    assert seen["peer"]["skipped"] is True
+    assert codes(host_problems("gpu1", seen, dict(EXPECT, docker=False, p2p=False))) == []

@@ -151,3 +151,18 @@ def test_a_second_deploy_with_weights_in_place_passes_on_20_gib():
                               {"name": "image build", "path": "/srv/glm53", "need_gib": 0, "in_place": "image present"}],
                              EXISTING.__contains__, DEVICES.__getitem__, lambda path: 20 * GIB)
     assert [fs["ok"] for fs in result] == [True]
+
+
+def test_docker_info_answer_reads_runtimes_root_and_the_first_error_line():
+    good = res.docker_info_answer(0, '{"DockerRootDir": "/srv/docker", "Runtimes": {"runc": {}, "nvidia": {}}}', "")
+    assert good == {"ok": True, "error": "", "runtimes": ["nvidia", "runc"], "root_dir": "/srv/docker"}
+    down = res.docker_info_answer(1, "", "Cannot connect to the Docker daemon at unix:///var/run/docker.sock.\nmore")
+    assert down == {"ok": False, "error": "Cannot connect to the Docker daemon at unix:///var/run/docker.sock.",
+                    "runtimes": [], "root_dir": "/var/lib/docker"}
+    assert res.docker_info_answer(0, "not json", "")["ok"] is False
+    assert res.docker_info_answer(127, "", "")["error"] == "exit status 127"
+
+
+def test_group_names_keeps_a_group_without_a_name_as_its_number():
+    names = {0: "root", 998: "docker"}
+    assert res.group_names([0, 998, 4242], names.__getitem__) == ["root", "docker", "4242"]
