@@ -21,6 +21,6 @@ import json, sys
 engine = json.load(open(sys.argv[1] + "/glm53-engine.json"))
 assert [t["targets"][0] for t in engine] == ["10.0.0.1:8020", "10.0.0.2:8020", "10.0.0.3:8021"], engine
 assert [t["labels"]["box"] for t in engine] == ["box-a", "box-b", "box-c"], engine
-assert json.load(open(sys.argv[1] + "/glm53-gateway.json"))[0]["targets"] == ["10.0.0.9:8405"]
+assert json.load(open(sys.argv[1] + "/glm53-gateway.json"))[0]["targets"] == ["10.0.0.9:8404"]
 print("file_sd targets: 3 engines, 3 node exporters, 1 gateway")
 PY
