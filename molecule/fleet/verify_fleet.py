@@ -99,8 +99,10 @@ check(stats.get("fleet-gpu-b", {}).get("changed", 0) > 0, "fleet-gpu-b changed: 
 print("fleet-gpu-a, tasks on the fast path (ok and skipped, as PLAY RECAP counts them): %d" % sum(
     stats.get("fleet-gpu-a", {}).get(k, 0) for k in ("ok", "skipped", "failures")))
 tasks = [t for p in doc["plays"] for t in p["tasks"]]
+# Pre-flight checks the image settings of every box (controller only); the deploy steps come after it.
+step_tasks = [t for p in doc["plays"] if not p["play"]["name"].startswith("Pre-flight") for t in p["tasks"]]
 for role in DEPLOY_ROLES:
-    on = sorted({h for t in tasks if (".%s : " % role) in "." + t["task"]["name"] for h in ran(t)})
+    on = sorted({h for t in step_tasks if (".%s : " % role) in "." + t["task"]["name"] for h in ran(t)})
     check(on == ["fleet-gpu-b"], "%s ran on fleet-gpu-b only: %s" % (role, on))
 builds = sorted({h for t in tasks if "tensorfold_image" in t["task"]["name"] and "Build" in t["task"]["name"]
                  for h, r in t["hosts"].items() if r.get("changed")})
