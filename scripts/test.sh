@@ -55,7 +55,9 @@ run_units() {
      ansible-test units --local --python "$(python -c 'import sys;print("%d.%d"%sys.version_info[:2])')")
 }
 run_pytest() {  # playbook runs on localhost, and each stand-in's own tests beside it
-  python -m pytest -q tests/integration tests/standins
+  # Two workers, one test file each at a time (module fixtures stay per file): most tests wait on
+  # ansible-playbook subprocesses, so two files at once fit this 2-core machine.
+  python -m pytest -q -n 2 --dist loadfile tests/integration tests/standins
 }
 # Prometheus' config, rules and the alerts' unit tests, with Debian's promtool (no Docker).
 run_promtool() { bash tests/monitoring/promtool.sh; }
