@@ -18,7 +18,8 @@ Rows (name them to run only some; default all):
   deploy       first deploy (`site.yml` on fresh boxes): BENCH_DEPLOY_BOXES (default 8) / 1
   noop         no-op converge: BENCH_BOXES (default 32) / 1; and 1 box absolute
   restart      `--tags restart` of one box beyond the engine stand-in's own start (with profile_tasks)
-Sizes: BENCH_WEIGHTS_MIB (default 1024) for weights and peer.
+Sizes: BENCH_WEIGHTS_MIB (default 1024) for weights and peer. BENCH_PREFIX (default glm53-bench)
+starts the boxes' names: another one keeps a trial's boxes apart from a running bench's.
 """
 
 import datetime
@@ -41,7 +42,8 @@ HUB = os.path.join(ROOT, "tests", "standins", "hub")
 REPO = "Mia-AiLab/GLM-5.3-Flash-EXL3-4bpw-TensorFold"
 COMMIT = "078455ffe6472f9a52fbc1139f58b9db2881b25c"
 MIB = 1024 * 1024
-PREFIX = "glm53-bench"
+# The boxes' names start with it: another prefix lets a trial run beside a bench that holds these.
+PREFIX = os.environ.get("BENCH_PREFIX", "glm53-bench")
 
 
 def setting(name, default):

@@ -23,13 +23,16 @@ ROLES = os.path.join(COLLECTION, "roles")
 # Files of the collection whose content shapes what a box runs beyond its settings: the image's
 # Dockerfile and the collection's version (MANIFEST.json when installed, galaxy.yml in a checkout).
 SHAPING_FILES = ("templates/Dockerfile.j2", "MANIFEST.json", "galaxy.yml")
+# libyaml's loader when PyYAML has it: it reads the roles' specifications about 8 times faster, and
+# they are read once per host in pre-flight.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _role_specs():
     specs = {}
     for path in sorted(glob.glob(os.path.join(ROLES, "*", "meta", "argument_specs.yml"))):
         with open(path) as handle:
-            specs[os.path.basename(os.path.dirname(os.path.dirname(path)))] = yaml.safe_load(handle)
+            specs[os.path.basename(os.path.dirname(os.path.dirname(path)))] = yaml.load(handle, Loader=_LOADER)  # nosec B506
     return specs
 
 

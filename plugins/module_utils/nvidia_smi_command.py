@@ -13,9 +13,10 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils import nvidia_smi
 from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi import command_failure
 
 
-def find_nvidia_smi(module):
-    """The nvidia-smi to run: the ``nvidia_smi`` option, else the one on PATH; fails when absent."""
-    given = module.params.get("nvidia_smi")
+def find_nvidia_smi(module, given=None):
+    """The nvidia-smi to run: ``given`` (else the module's ``nvidia_smi`` option), else the one on
+    PATH; fails when absent."""
+    given = given or module.params.get("nvidia_smi")
     if given:
         if os.path.isfile(given) and os.access(given, os.X_OK):
             return given
@@ -78,3 +79,73 @@ def read_p2p(module, binary, gpus):
     write = smi.pair_statuses(write_matrix, selected)
     warning = smi.p2p_warning(read, write, smi.parse_legend(write_text))
     return {"read": read, "write": write, "peer_ok": warning is None, "warning": warning}
+
+
+def read_gpu_info(module, nvidia_smi=None, gpus=None, p2p_gpus=None):
+    """gpu_info's answer (``gpus``, ``driver_version``, ``cuda_version``, with ``p2p_gpus`` also
+    ``peer``): every GPU, its memory and compute processes, the driver and CUDA versions. A missing
+    nvidia-smi, a failed call or a GPU index the host lacks fails ``module`` (``module.fail_json``)."""
+    binary = find_nvidia_smi(module, nvidia_smi)
+    try:
+        found = smi.parse_gpus(run_nvidia_smi(module, binary, [
+            "--query-gpu=" + ",".join(smi.GPU_QUERY_FIELDS), "--format=csv,noheader,nounits"]))
+        apps = smi.parse_compute_apps(run_nvidia_smi(module, binary, [
+            "--query-compute-apps=" + ",".join(smi.APP_QUERY_FIELDS), "--format=csv,noheader,nounits"]))
+    except smi.NvidiaSmiParseError as err:
+        module.fail_json(msg="could not read nvidia-smi's answer: %s" % err)
+    smi.attach_processes(found, apps)
+    driver = found[0]["driver_version"] if found else None
+    for gpu in found:
+        gpu.pop("driver_version", None)  # one driver per host: returned once, below
+    try:
+        selected = smi.select_gpus(found, gpus or [])
+    except KeyError as err:
+        have = ", ".join("%d (%s)" % (g["index"], g["name"]) for g in found) or "none"
+        module.fail_json(msg="GPU index %s not found: this host has %d GPU(s): %s." % (
+            ", ".join(str(i) for i in err.args[0]), len(found), have), gpus=found)
+    version_text = run_nvidia_smi(module, binary, ["--version"])
+    cuda = smi.parse_cuda_version(version_text)
+    if cuda is None:  # older drivers: --version has no CUDA line; the banner has
+        cuda = smi.parse_cuda_version(run_nvidia_smi(module, binary, []))
+    driver = driver or smi.parse_driver_version(version_text)
+    result = dict(gpus=selected, driver_version=driver, cuda_version=cuda)
+    if p2p_gpus:
+        result["peer"] = peer_between(module, binary, p2p_gpus, [g["index"] for g in found])
+    return result
+
+
+def peer_between(module, binary, wanted, present):
+    """Peer-to-peer between the wanted GPUs when it can be asked; skipped or failed says why not."""
+    missing = [index for index in wanted if index not in present]
+    if len(set(wanted)) < 2 or missing:
+        return {"skipped": True, "msg": "GPU(s) %s not on this host" % missing if missing
+                else "peer-to-peer needs two GPUs"}
+    try:
+        peer = read_p2p(module, binary, wanted)
+    except P2PUnreadable as err:
+        return {"failed": True, "msg": str(err)}
+    if peer["warning"]:
+        module.warn(peer["warning"])
+    return peer
+
+
+class ModuleFailed(Exception):
+    """What ``fail_json`` was called with, by a part of a module that answers for it (SoftFail)."""
+
+    def __init__(self, result):
+        super(ModuleFailed, self).__init__(result.get("msg", ""))
+        self.result = result
+
+
+class SoftFail(object):
+    """The module for one part of a combined read: the same module, but ``fail_json`` raises
+    ModuleFailed, so the other parts' answers are still returned (host_resources' ``gpus``)."""
+
+    def __init__(self, module):
+        self._module = module
+
+    def fail_json(self, **result):
+        raise ModuleFailed(result)
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)

@@ -168,13 +168,7 @@ peer:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import nvidia_smi as smi
-from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi_command import (
-    P2PUnreadable,
-    find_nvidia_smi,
-    read_p2p,
-    run_nvidia_smi,
-)
+from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi_command import read_gpu_info
 
 
 def main():
@@ -186,48 +180,8 @@ def main():
         ),
         supports_check_mode=True,
     )
-    binary = find_nvidia_smi(module)
-    try:
-        gpus = smi.parse_gpus(run_nvidia_smi(module, binary, [
-            "--query-gpu=" + ",".join(smi.GPU_QUERY_FIELDS), "--format=csv,noheader,nounits"]))
-        apps = smi.parse_compute_apps(run_nvidia_smi(module, binary, [
-            "--query-compute-apps=" + ",".join(smi.APP_QUERY_FIELDS), "--format=csv,noheader,nounits"]))
-    except smi.NvidiaSmiParseError as err:
-        module.fail_json(msg="could not read nvidia-smi's answer: %s" % err)
-    smi.attach_processes(gpus, apps)
-    driver = gpus[0]["driver_version"] if gpus else None
-    for gpu in gpus:
-        gpu.pop("driver_version", None)  # one driver per host: returned once, below
-    try:
-        selected = smi.select_gpus(gpus, module.params["gpus"])
-    except KeyError as err:
-        have = ", ".join("%d (%s)" % (g["index"], g["name"]) for g in gpus) or "none"
-        module.fail_json(msg="GPU index %s not found: this host has %d GPU(s): %s." % (
-            ", ".join(str(i) for i in err.args[0]), len(gpus), have), gpus=gpus)
-    version_text = run_nvidia_smi(module, binary, ["--version"])
-    cuda = smi.parse_cuda_version(version_text)
-    if cuda is None:  # older drivers: --version has no CUDA line; the banner has
-        cuda = smi.parse_cuda_version(run_nvidia_smi(module, binary, []))
-    driver = driver or smi.parse_driver_version(version_text)
-    result = dict(changed=False, gpus=selected, driver_version=driver, cuda_version=cuda)
-    if module.params["p2p_gpus"]:
-        result["peer"] = peer_between(module, binary, module.params["p2p_gpus"], [g["index"] for g in gpus])
-    module.exit_json(**result)
-
-
-def peer_between(module, binary, wanted, present):
-    """Peer-to-peer between the wanted GPUs when it can be asked; skipped or failed says why not."""
-    missing = [index for index in wanted if index not in present]
-    if len(set(wanted)) < 2 or missing:
-        return {"skipped": True, "msg": "GPU(s) %s not on this host" % missing if missing
-                else "peer-to-peer needs two GPUs"}
-    try:
-        peer = read_p2p(module, binary, wanted)
-    except P2PUnreadable as err:
-        return {"failed": True, "msg": str(err)}
-    if peer["warning"]:
-        module.warn(peer["warning"])
-    return peer
+    module.exit_json(changed=False, **read_gpu_info(module, module.params["nvidia_smi"], module.params["gpus"],
+                                                    module.params["p2p_gpus"]))
 
 
 if __name__ == "__main__":

@@ -84,6 +84,27 @@ options:
   docker_container:
     description: A container whose running state RV(docker) reports (C(own_container_running)).
     type: str
+  gpus:
+    description:
+      - Also read the GPUs, the driver and peer-to-peer in the same module run, as
+        M(glm53.tensorfold.gpu_info) does with these options, so the host checks need one module run per host.
+      - The answer is RV(gpu_info); a GPU read that fails does not fail this module but returns
+        C(failed) with its message.
+    type: dict
+    suboptions:
+      nvidia_smi:
+        description: The C(nvidia-smi) to run, as in M(glm53.tensorfold.gpu_info).
+        type: path
+      gpus:
+        description: GPU indices to return, in this order; every GPU when empty.
+        type: list
+        elements: int
+        default: []
+      p2p_gpus:
+        description: Also read peer-to-peer between these GPU indices.
+        type: list
+        elements: int
+        default: []
 extends_documentation_fragment:
   - glm53.tensorfold.read_only
 """
@@ -168,6 +189,12 @@ docker:
   type: dict
   sample: {"ok": true, "error": "", "runtimes": ["nvidia", "runc"], "root_dir": "/var/lib/docker",
            "own_container_running": false, "groups": null}
+gpu_info:
+  description:
+    - With O(gpus), the answer of M(glm53.tensorfold.gpu_info) for those options (C(gpus), C(driver_version),
+      C(cuda_version), C(peer)), or C(failed) and C(msg) when the GPUs cannot be read.
+  returned: with O(gpus)
+  type: dict
 """
 
 import getpass
@@ -177,6 +204,7 @@ import platform
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import host_resources as res
+from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi_command import ModuleFailed, SoftFail, read_gpu_info
 
 
 def image_present(module, docker, label):
@@ -221,6 +249,11 @@ def main():
             tools=dict(type="list", elements="str", default=[]),
             docker=dict(type="bool", default=False),
             docker_container=dict(type="str"),
+            gpus=dict(type="dict", options=dict(
+                nvidia_smi=dict(type="path"),
+                gpus=dict(type="list", elements="int", default=[]),
+                p2p_gpus=dict(type="list", elements="int", default=[]),
+            )),
         ),
         supports_check_mode=True,
     )
@@ -250,6 +283,12 @@ def main():
         free, why = res.port_free(port, p["address"])
         ports.append({"port": port, "free": free, "why": why})
     tools = res.find_tools(p["tools"], lambda name: module.get_bin_path(name, required=False))
+    if p["gpus"] is not None:
+        try:
+            extra["gpu_info"] = read_gpu_info(SoftFail(module), p["gpus"]["nvidia_smi"], p["gpus"]["gpus"],
+                                              p["gpus"]["p2p_gpus"])
+        except ModuleFailed as failed:
+            extra["gpu_info"] = dict(failed.result, failed=True)
     module.exit_json(changed=False, filesystems=filesystems, memory_available_mib=memory,
                      ports=ports, tools=tools, system=platform.system(),
                      architecture=platform.machine(), user=user, **extra)

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: glm53.tensorfold contributors
 # Apache License 2.0 (see LICENSE)
-"""gpu_info with p2p_gpus and host_resources with docker: what the host checks read in two module
-runs per host, against programs that answer like nvidia-smi and the docker CLI."""
+"""gpu_info with p2p_gpus and host_resources with docker and gpus: what the host checks read in one
+module run per host, against programs that answer like nvidia-smi and the docker CLI."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -122,3 +122,26 @@ def test_host_resources_reports_a_daemon_that_does_not_answer(tmp_path, monkeypa
 def test_host_resources_without_docker_returns_no_docker_answer(run_module):
     result = run_module(host_resources, tools=["sh"])
     assert "docker" not in result and result["tools"]["sh"]
+
+
+def test_host_resources_reads_the_gpus_in_the_same_run_as_gpu_info_does(smi, run_module):
+    binary = smi(write="CNS")
+    result = run_module(host_resources, tools=["sh"], gpus={"nvidia_smi": binary, "p2p_gpus": [0, 1]})
+    assert not result.get("failed") and result["tools"]["sh"]
+    alone = run_module(gpu_info, nvidia_smi=binary, p2p_gpus=[0, 1])
+    alone.pop("changed", None)
+    alone.pop("warnings", None)
+    assert result["gpu_info"] == dict((key, alone[key]) for key in result["gpu_info"])
+    assert sorted(result["gpu_info"]) == ["cuda_version", "driver_version", "gpus", "peer"]
+    assert result["gpu_info"]["peer"]["peer_ok"] is False  # the warning, not a failure
+
+
+def test_host_resources_returns_gpus_that_cannot_be_read_without_failing(tmp_path, run_module):
+    result = run_module(host_resources, tools=["sh"], gpus={"nvidia_smi": str(tmp_path / "missing-nvidia-smi")})
+    assert not result.get("failed") and result["tools"]["sh"]
+    assert result["gpu_info"]["failed"] is True and "nvidia-smi not found" in result["gpu_info"]["msg"]
+    assert "gpus" not in result["gpu_info"]
+
+
+def test_host_resources_without_gpus_asks_no_gpu(run_module):
+    assert "gpu_info" not in run_module(host_resources, tools=["sh"])
