@@ -79,4 +79,9 @@ class ActionModule(ActionBase):
         if not problems:
             facts["tensorfold_settings_fingerprint"] = fingerprint
         result.update(changed=False, problems=problems, fingerprint=fingerprint, ansible_facts=facts)
+        if problems:
+            # Failing here rather than in a task of its own saves every host one skipped task in every
+            # play whose roles depend on roles/tensorfold. A failed task sets no facts: the step's
+            # rescue records these messages, codes included, for the fleet report (step_failure).
+            result.update(failed=True, msg=[problem["message"] for problem in problems])
         return result

@@ -17,8 +17,9 @@ description:
     C(choices), with Ansible's own validator) and the range checks of the recipe's settings
     (pinned revisions, two distinct GPUs, PARALLEL and CONTEXT ranges, ports...).
   - "Returns every problem at once as C([E_SETTINGS] host: what. What to do.) records, never the
-    value of a C(no_log) setting, and sets the fact C(tensorfold_settings_problems) for the fleet
-    report. It does not fail; the settings_check role fails the host when there are problems."
+    value of a C(no_log) setting, and fails the host with every message (C(msg), one per problem)
+    when there is any; the step guard's rescue records them for the fleet report. With no problem
+    it sets the fact C(tensorfold_settings_problems) to an empty list."
   - "Also returns the host's settings fingerprint (fact C(tensorfold_settings_fingerprint)), one
     hash of every setting the host defines (no C(no_log) one) and of the collection files that
     shape the image, computed once per run (a later call keeps the fact the first one set), and
