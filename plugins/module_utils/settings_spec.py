@@ -23,11 +23,18 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils.settings import c
 _SPEC_KEYS = ("type", "choices", "elements", "options", "no_log")
 
 
+# The entry points whose options are settings: a role's ``main``, and roles/tensorfold's
+# ``settings`` (named so that Ansible does not check its 100+ settings again in every play).
+ENTRY_POINTS = ("main", "settings")
+
+
 def merge_specs(role_specs):
-    """One option spec from ``{role: argument_specs dict}`` (each role's ``main`` entry point)."""
+    """One option spec from ``{role: argument_specs dict}`` (each role's ``main`` or ``settings`` entry point)."""
     merged = {}
     for role in sorted(role_specs):
-        options = ((role_specs[role] or {}).get("argument_specs", {}).get("main") or {}).get("options") or {}
+        entries = (role_specs[role] or {}).get("argument_specs", {}) or {}
+        entry = next((entries[name] for name in ENTRY_POINTS if entries.get(name)), None)
+        options = (entry or {}).get("options") or {}
         for name, spec in options.items():
             merged[name] = dict((key, spec[key]) for key in _SPEC_KEYS if key in spec)
     return merged

@@ -68,3 +68,12 @@ def test_a_secret_never_shows_in_a_message():
 
 def test_unknown_names_are_left_alone():
     assert settings_spec.settings_problems(SPEC, {"not_ours": "x"}, "h") == []
+
+
+def test_the_shared_settings_are_read_from_the_tensorfold_roles_settings_entry_point():
+    # roles/tensorfold names its entry point `settings`, so that Ansible does not check it again in every play
+    assert {"tensorfold_port", "tensorfold_parallel", "tensorfold_api_key"} <= set(SPEC)
+    merged = settings_spec.merge_specs({"a": {"argument_specs": {"settings": {"options": {"x": {"type": "int"}}}}},
+                                        "b": {"argument_specs": {"main": {"options": {"y": {"type": "str"}}},
+                                                                 "other": {"options": {"z": {"type": "str"}}}}}})
+    assert merged == {"x": {"type": "int"}, "y": {"type": "str"}}
