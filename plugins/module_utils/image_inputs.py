@@ -17,7 +17,7 @@ import hashlib
 import json
 import re
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import record
+from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem, record
 
 PATCH_NAME_RE = re.compile(r"^([0-9]{4})-.+\.patch$")
 
@@ -146,3 +146,11 @@ def build_failure(log, engine_commit=""):
     errors = [line.strip() for line in (log or "").splitlines() if "ERROR" in line]
     last = errors[-1] if errors else "no output"
     return {"code": "E_IMAGE", "patch": "", "what": "the image build failed: %s" % last[:600]}
+
+
+def build_problem(result, host, engine_commit=""):
+    """The coded message of a failed build, from the build module's failed result (its ``msg``,
+    ``stderr`` and ``stdout``: BuildKit's output lands in one of them)."""
+    log = "\n".join(str(result.get(key) or "") for key in ("msg", "stderr", "stdout"))
+    failure = build_failure(log, engine_commit)
+    return problem(failure["code"], host, failure["what"])
