@@ -92,8 +92,8 @@ def test_peer_to_peer_on_a_one_gpu_host_is_unreadable_with_the_reason():
 
 
 def test_a_failing_peer_to_peer_query_carries_its_details():
-    module = FakeModule(answers=[(["topo", "-p2p", "r"], 9, "", "NVIDIA-SMI has failed because it couldn't "
-                                                                  "communicate with the NVIDIA driver.")])
+    said = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
+    module = FakeModule(answers=[(["topo", "-p2p", "r"], 9, "", said)])
     with pytest.raises(P2PUnreadable) as raised:
         read_p2p(module, "nvidia-smi", [0, 1])
     assert "exit 9: the NVIDIA driver is not loaded" in str(raised.value)
