@@ -43,6 +43,8 @@ class ActionModule(ActionBase):
         built = self._execute_module(module_name=BUILD_MODULE, module_args=build_module_args(params),
                                      task_vars=task_vars)
         result.update(built)
-        if built.get("failed"):
+        # A module that crashed (MODULE FAILURE: no Python, a missing library) keeps Ansible's own
+        # account; only a build that ran and failed is read for its cause.
+        if built.get("failed") and "module_stderr" not in built:
             result["msg"] = build_problem(built, task_vars.get("inventory_hostname", "host"), params["engine_commit"])
         return result

@@ -83,6 +83,14 @@ def test_a_conflicting_patch_fails_the_task_naming_the_patch():
     assert len(calls) == 1  # one build: a failed one is not tried again
 
 
+def test_a_module_that_crashed_keeps_ansibles_own_account():
+    crashed = {"failed": True, "msg": "MODULE FAILURE: No start of json char found", "module_stderr": "python3: not found",
+               "rc": 127}
+    plugin, _ = action(ARGS, crashed)
+    result = plugin.run(task_vars={"inventory_hostname": "gpu-a"})
+    assert result["msg"] == crashed["msg"] and result["module_stderr"] == "python3: not found"
+
+
 def test_bad_options_fail_before_anything_runs():
     plugin, calls = action(dict(ARGS, rebuild="sometimes"), {})
     with pytest.raises(AnsibleActionFail, match="rebuild"):

@@ -186,6 +186,12 @@ def test_a_failed_build_without_a_coded_line_reports_its_last_error_as_e_image()
     assert message.startswith("[E_IMAGE] gpu-b: the image build failed: ERROR: failed to solve: boom.")
 
 
+def test_a_build_that_never_started_reports_what_was_said():
+    message = build_problem({"failed": True, "msg": "Error building x:t - code: 125\ndocker: 'buildx' is not a docker "
+                             "command.", "stderr": "", "stdout": ""}, "gpu-c")
+    assert message.startswith("[E_IMAGE] gpu-c: the image build failed: docker: 'buildx' is not a docker command.")
+
+
 def test_inputs_hash_the_series_into_the_build_args_and_tag_all_of_it():
     series = read_series()
     got = inputs(series, "gpu1", dockerfile(), PINS)
