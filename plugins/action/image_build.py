@@ -47,4 +47,7 @@ class ActionModule(ActionBase):
         # account; only a build that ran and failed is read for its cause.
         if built.get("failed") and "module_stderr" not in built:
             result["msg"] = build_problem(built, task_vars.get("inventory_hostname", "host"), params["engine_commit"])
+            # The module's own error (ansible-core 2.19 prints it as the task's error line) gives
+            # way to the coded message; BuildKit's output stays in stdout/stderr.
+            result.pop("exception", None)
         return result
