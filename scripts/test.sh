@@ -29,10 +29,13 @@ stage() {  # stage NAME COMMAND...
 # The collection as users get it: built, installed offline, tested in place by ansible-test.
 # Outside this git checkout: inside it, ansible-test lists files with git and sees none there.
 INSTALL_DIR="${TMPDIR:-/tmp}/glm53-tensorfold-ansible-test-$(printf %s "$ROOT" | sha256sum | cut -c1-8)"
+COLLECTION_INSTALLED=""  # once per test.sh run: sanity and units test the same built copy
 install_built_collection() {
+  [ -n "$COLLECTION_INSTALLED" ] && return 0
   rm -rf dist "$INSTALL_DIR" && mkdir -p dist "$INSTALL_DIR" &&
     ansible-galaxy collection build --output-path dist . >/dev/null &&
-    ansible-galaxy collection install --offline --no-deps --force -p "$INSTALL_DIR" dist/glm53-tensorfold-*.tar.gz >/dev/null
+    ansible-galaxy collection install --offline --no-deps --force -p "$INSTALL_DIR" dist/glm53-tensorfold-*.tar.gz >/dev/null &&
+    COLLECTION_INSTALLED=1
 }
 ansible_test_env() {
   # ansible-test's first run fetches a pip bootstrap script; this machine can reach PyPI but not

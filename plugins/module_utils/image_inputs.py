@@ -17,7 +17,7 @@ import hashlib
 import json
 import re
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import record
+from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem, record
 
 PATCH_NAME_RE = re.compile(r"^([0-9]{4})-.+\.patch$")
 
@@ -130,7 +130,8 @@ def build_failure(log, engine_commit=""):
     """What a failed image build reports: ``{"code", "what", "patch"}`` from BuildKit's output.
 
     The first coded line a RUN step printed wins (E_PATCHES names the patch that does not apply,
-    E_IMAGE what went wrong); without one, the build's last ``ERROR`` line is reported as E_IMAGE.
+    E_IMAGE what went wrong); without one, the build's last ``ERROR`` line (or, without one, its
+    last line) is reported as E_IMAGE.
     """
     for match in _BUILD_OUTPUT_CODE_RE.finditer(log or ""):
         code, text = match.group(1), match.group(2)
@@ -143,6 +144,16 @@ def build_failure(log, engine_commit=""):
                 % (patch.group(1), engine_commit[:12] or "the pinned commit"),
             }
         return {"code": code, "patch": "", "what": text}
-    errors = [line.strip() for line in (log or "").splitlines() if "ERROR" in line]
-    last = errors[-1] if errors else "no output"
+    lines = [line.strip() for line in (log or "").splitlines() if line.strip()]
+    errors = [line for line in lines if "ERROR" in line]
+    # No ERROR line (the build never started, e.g. buildx missing): the last thing said.
+    last = errors[-1] if errors else (lines[-1] if lines else "no output")
     return {"code": "E_IMAGE", "patch": "", "what": "the image build failed: %s" % last[:600]}
+
+
+def build_problem(result, host, engine_commit=""):
+    """The coded message of a failed build, from the build module's failed result (its ``msg``,
+    ``stderr`` and ``stdout``: BuildKit's output lands in one of them)."""
+    log = "\n".join(str(result.get(key) or "") for key in ("msg", "stderr", "stdout"))
+    failure = build_failure(log, engine_commit)
+    return problem(failure["code"], host, failure["what"])

@@ -7,6 +7,7 @@ import os
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.image_inputs import (
     build_failure,
+    build_problem,
     file_entry,
     image_tag,
     inputs,
@@ -165,6 +166,30 @@ def test_cached_step_headers_alone_are_not_taken_for_the_cause():
 
 def test_a_build_with_no_output_still_reports_e_image():
     assert build_failure("")["code"] == "E_IMAGE"
+
+
+def test_a_failed_build_result_becomes_the_coded_message_wherever_buildkit_wrote():
+    """docker_image_build puts BuildKit's output in stderr or stdout and its own summary in msg."""
+    log = fixture("conflicting-patch.txt")
+    for where in ("stderr", "stdout", "msg"):
+        result = {"failed": True, "msg": "Error building tensorfold-native:abc", where: log}
+        if where == "msg":
+            result["msg"] = "Error building tensorfold-native:abc - " + log
+        message = build_problem(result, "gpu-a", "94264f315cef21670e528eb864de869e90f2a395")
+        assert message.startswith("[E_PATCHES] gpu-a: patch 0101-conflicting-change.patch does not apply cleanly on "
+                                  "TensorFold 94264f315cef after the patches before it. "), where
+
+
+def test_a_failed_build_without_a_coded_line_reports_its_last_error_as_e_image():
+    message = build_problem({"failed": True, "msg": "Error building x", "stderr": "ERROR: failed to solve: boom",
+                             "stdout": None}, "gpu-b")
+    assert message.startswith("[E_IMAGE] gpu-b: the image build failed: ERROR: failed to solve: boom.")
+
+
+def test_a_build_that_never_started_reports_what_was_said():
+    message = build_problem({"failed": True, "msg": "Error building x:t - code: 125\ndocker: 'buildx' is not a docker "
+                             "command.", "stderr": "", "stdout": ""}, "gpu-c")
+    assert message.startswith("[E_IMAGE] gpu-c: the image build failed: docker: 'buildx' is not a docker command.")
 
 
 def test_inputs_hash_the_series_into_the_build_args_and_tag_all_of_it():

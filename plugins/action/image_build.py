@@ -1,0 +1,53 @@
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+"""Action of glm53.tensorfold.image_build: community.docker.docker_image_build on the host, and a
+failed build's output read into its code (module_utils/image_inputs.py holds the rule)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils.image_inputs import build_problem
+from ansible_collections.glm53.tensorfold.plugins.modules import image_build
+
+BUILD_MODULE = "community.docker.docker_image_build"
+
+
+def build_module_args(params):
+    """docker_image_build's options from ours: the base images are never pulled (they are pinned
+    build arguments), and an unset network is left out."""
+    module_args = {key: params[key] for key in ("name", "tag", "path", "args", "labels", "rebuild")}
+    module_args["pull"] = False
+    if params.get("network"):
+        module_args["network"] = params["network"]
+    return module_args
+
+
+class ActionModule(ActionBase):
+
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(image_build.ARGUMENT_SPEC)
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super(ActionModule, self).run(tmp, task_vars)
+        checked = ArgumentSpecValidator(image_build.ARGUMENT_SPEC).validate(self._task.args)
+        if checked.error_messages:
+            raise AnsibleActionFail("%s: %s" % (self._task.action, "; ".join(checked.error_messages)))
+        params = checked.validated_parameters
+        built = self._execute_module(module_name=BUILD_MODULE, module_args=build_module_args(params),
+                                     task_vars=task_vars)
+        result.update(built)
+        # A module that crashed (MODULE FAILURE: no Python, a missing library) keeps Ansible's own
+        # account; only a build that ran and failed is read for its cause.
+        if built.get("failed") and "module_stderr" not in built:
+            result["msg"] = build_problem(built, task_vars.get("inventory_hostname", "host"), params["engine_commit"])
+            # The module's own error (ansible-core 2.19 prints it as the task's error line) gives
+            # way to the coded message; BuildKit's output stays in stdout/stderr.
+            result.pop("exception", None)
+        return result
