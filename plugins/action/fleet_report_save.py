@@ -12,29 +12,15 @@ import os
 
 from ansible.errors import AnsibleActionFail
 
+from ansible_collections.glm53.tensorfold.plugins.module_utils.files import write_if_changed
 from ansible_collections.glm53.tensorfold.plugins.modules import fleet_report_save
 from ansible_collections.glm53.tensorfold.plugins.plugin_utils.controller_action import ControllerAction
 
 
 def save(folder, files):
     """Write each ``{name, content}`` into ``folder`` unless it already holds that content; the paths written."""
-    if not os.path.isdir(folder):
-        os.makedirs(folder, 0o755)
-    written = []
-    for item in files:
-        path = os.path.join(folder, item["name"])
-        try:
-            with open(path) as handle:
-                if handle.read() == item["content"]:
-                    continue
-        except (IOError, OSError):
-            pass
-        with open(path + ".tmp", "w") as handle:
-            handle.write(item["content"])
-        os.chmod(path + ".tmp", 0o644)
-        os.rename(path + ".tmp", path)
-        written.append(path)
-    return written
+    paths = [os.path.join(folder, item["name"]) for item in files]
+    return [path for path, item in zip(paths, files) if write_if_changed(path, item["content"])]
 
 
 class ActionModule(ControllerAction):

@@ -151,23 +151,9 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
+from ansible_collections.glm53.tensorfold.plugins.module_utils.files import write_if_changed
 from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke import (
     saved_files, send_requests, smoke_requests, url_fetch, verdict)
-
-
-def write_if_changed(path, text):
-    """True when the file was (re)written; the same text leaves it alone."""
-    try:
-        with open(path) as handle:
-            if handle.read() == text:
-                return False
-    except (IOError, OSError):
-        pass
-    with open(path + ".tmp", "w") as handle:
-        handle.write(text)
-    os.chmod(path + ".tmp", 0o644)
-    os.rename(path + ".tmp", path)
-    return True
 
 
 def main():
