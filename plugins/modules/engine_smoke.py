@@ -168,7 +168,7 @@ def main():
             prompt=dict(type="str", default="Say hello in one short sentence."),
             image_prompt=dict(type="str", default="Which two colours does this picture show? One short sentence."),
             image_size=dict(type="int", default=8),
-            max_tokens=dict(type="int", default=32),
+            max_tokens=dict(type="int", default=32, no_log=False),
             timeout=dict(type="int", default=120),
             health_tries=dict(type="int", default=5),
             health_delay=dict(type="int", default=3),

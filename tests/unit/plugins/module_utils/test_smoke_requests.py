@@ -44,7 +44,7 @@ class Engine(object):
 def test_without_vision_or_key_three_requests_go_in_order():
     engine = Engine()
     answers = send_requests(engine, URL + "/", "GLM-5.3-Flash", "Say hello.", max_tokens=16)
-    assert [(m, p) for m, p, _, _ in engine.sent] == [
+    assert [sent[:2] for sent in engine.sent] == [
         ("GET", "/health"), ("GET", "/v1/models"), ("POST", "/v1/chat/completions")]
     assert sorted(answers) == ["chat", "health", "models"]
     assert engine.sent[2][2] == chat_body("GLM-5.3-Flash", "Say hello.", 16)
@@ -55,7 +55,7 @@ def test_without_vision_or_key_three_requests_go_in_order():
 def test_vision_sends_a_text_part_and_a_png_data_url():
     engine = Engine()
     send_requests(engine, URL, "GLM-5.3-Flash", "hi", vision=True, image_prompt="Which colours?", image_size=4)
-    method, path, body, _ = engine.sent[3]
+    method, path, body = engine.sent[3][:3]
     assert (method, path) == ("POST", "/v1/chat/completions")
     text, image = body["messages"][0]["content"]
     assert text == {"type": "text", "text": "Which colours?"}
@@ -67,7 +67,7 @@ def test_vision_sends_a_text_part_and_a_png_data_url():
 def test_with_a_key_every_api_request_carries_it_but_the_one_that_must_be_refused():
     engine = Engine(key=KEY)
     answers = send_requests(engine, URL, "GLM-5.3-Flash", "hi", api_key=KEY)
-    assert [(p, k) for _, p, _, k in engine.sent] == [
+    assert [(sent[1], sent[3]) for sent in engine.sent] == [
         ("/health", None), ("/v1/models", KEY), ("/v1/chat/completions", KEY), ("/v1/models", None), ("/v1/models", KEY)]
     assert verdict(answers, "h", URL, "GLM-5.3-Flash", api_key_set=True)["status"] == "live"
 
@@ -85,7 +85,7 @@ def test_health_down_after_every_try_sends_nothing_else():
     down = {"status": -1, "msg": "Request failed: [Errno 111] Connection refused"}
     engine = Engine(health=[down])
     answers = send_requests(engine, URL, "GLM-5.3-Flash", "hi", health_tries=2, health_delay=1, sleep=slept.append)
-    assert [p for _, p, _, _ in engine.sent] == ["/health", "/health"] and slept == [1]
+    assert [sent[1] for sent in engine.sent] == ["/health", "/health"] and slept == [1]
     assert sorted(answers) == ["health"]
     judged = verdict(answers, "h", URL, "GLM-5.3-Flash")
     assert [p["code"] for p in judged["problems"]] == ["E_API"] and "Connection refused" in judged["problems"][0]["message"]

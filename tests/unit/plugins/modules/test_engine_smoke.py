@@ -78,7 +78,7 @@ def test_live_engine_one_run_saves_both_files_and_a_second_changes_nothing(run_m
         assert [c["name"] for c in result["verdict"]["checks"]] == ["health", "models", "chat", "vision"]
         assert result["changed"] is True and sorted(p.name for p in tmp_path.iterdir()) == ["models.json", "smoke.json"]
         assert json.loads((tmp_path / "models.json").read_text()) == MODELS
-        assert all(agent == "glm53-smoke-test" for method, _, agent in seen if method == "GET")
+        assert all(request[2] == "glm53-smoke-test" for request in seen if request[0] == "GET")
         again = run_module(engine_smoke, **args(server, vision=True, save_dir=str(tmp_path)))
         assert again["changed"] is False and again["verdict"] == result["verdict"]
     finally:
@@ -103,7 +103,7 @@ def test_the_key_is_enforced_checked_and_never_returned_or_saved(run_module, tmp
 
 
 def test_vision_off_at_the_engine_is_e_smoke_on_the_image_request_only(run_module):
-    server, _ = serve(vision=False)
+    server = serve(vision=False)[0]
     try:
         result = run_module(engine_smoke, **args(server, vision=True))
         assert [p["check"] for p in result["verdict"]["problems"]] == ["vision"]
@@ -114,7 +114,7 @@ def test_vision_off_at_the_engine_is_e_smoke_on_the_image_request_only(run_modul
 
 
 def test_nothing_listening_is_e_api_and_nothing_saved_without_the_folder(run_module, tmp_path):
-    server, _ = serve()
+    server = serve()[0]
     port = server.server_port
     server.shutdown()
     server.server_close()
