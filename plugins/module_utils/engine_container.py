@@ -34,6 +34,8 @@ from ansible.module_utils.urls import open_url
 
 ACCEPTED = "neither a directory nor a Hugging Face repo id"
 STATE_RECORD = "engine.json"
+# How often a start asks /health while it waits for the API.
+WAIT_POLL_S = 0.25
 
 
 class StartFailed(Exception):
@@ -388,18 +390,22 @@ class EngineContainer(object):
             self.fail("E_START", "docker could not start the container: %s" % (err or out).strip())
 
     def wait(self):
-        """'up', 'ended: ...' or 'timeout', watching the container and /health each second."""
+        """'up', 'ended: ...' or 'timeout', asking /health every WAIT_POLL_S seconds (a start is over
+        as soon as the API answers) and docker whether the container still runs once a second."""
         deadline = self.clock() + int(self.p["wait_timeout"])
+        next_inspect = self.clock()
         while True:
-            info = self.docker.inspect(self.p["name"])
-            state = (info or {}).get("State", {})
-            if not state.get("Running"):
-                return "ended: status %s, exit code %s" % (state.get("Status", "missing"), state.get("ExitCode", "unknown"))
-            if self.http("/health")[0] == 200:
+            if self.clock() >= next_inspect:
+                info = self.docker.inspect(self.p["name"])
+                state = (info or {}).get("State", {})
+                if not state.get("Running"):
+                    return "ended: status %s, exit code %s" % (state.get("Status", "missing"), state.get("ExitCode", "unknown"))
+                next_inspect = self.clock() + 1
+            if self.http("/health", timeout=2)[0] == 200:
                 return "up"
             if self.clock() >= deadline:
                 return "timeout"
-            self.sleep(1)
+            self.sleep(WAIT_POLL_S)
 
     def attempt(self, image, window, number):
         stamp = _now()
@@ -486,7 +492,10 @@ class EngineContainer(object):
             self.fail("E_LOCK", "another start holds the start lock %s (waited %s s; last taken by %s)"
                       % (lock.path, p["lock_wait"], lock.owner()))
         try:
-            self.argument_check(image, window)
+            # The container being replaced was started from this image with exactly these flags
+            # (its settings label): the engine accepted them then, a restart need not ask again.
+            if labels.get(p["label"] + ".settings") != self.fingerprint(self.runner(window), image):
+                self.argument_check(image, window)
             self.stop(self.docker.inspect(p["name"]))
             return self.start_locked(image, window, cached)
         finally:

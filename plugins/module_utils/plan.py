@@ -23,6 +23,7 @@ import shlex
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import engine_args
 from ansible_collections.glm53.tensorfold.plugins.module_utils.settings import MAX_CONTEXT, parse_context
+from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke import smoke_requests
 
 # Sizes the recipe states (about 164 GiB checkpoint, 10 GiB drafter), used only when the Hub was not asked.
 ABOUT_GIB = {"model": 164, "ablit": 164, "drafter": 10}
@@ -115,23 +116,6 @@ def downloads(settings, present=None, drafter_path=None):
                     "revision": s.get("tensorfold_drafter_revision"), "dest": drafter_path or data + "/drafter",
                     "about_gib": ABOUT_GIB["drafter"], "needed": not present.get("drafter")})
     return out
-
-
-def smoke_requests(url, served_name, vision=True, api_key_set=False, max_tokens=32):
-    """The smoke test's requests, one line each (the API key is never shown)."""
-    url = str(url).rstrip("/")
-    auth = " (Authorization: Bearer <key>)" if api_key_set else ""
-    lines = ["GET %s/health" % url,
-             "GET %s/v1/models%s: expects %s listed" % (url, auth, served_name),
-             "POST %s/v1/chat/completions%s: model %s, temperature 0, enable_thinking false, max_tokens %s, "
-             "expects a non-empty reply" % (url, auth, served_name, max_tokens)]
-    if vision:
-        lines.append("POST %s/v1/chat/completions%s: a text part and an image_url part "
-                     "(a generated PNG as a data URL), expects a non-empty reply" % (url, auth))
-    if api_key_set:
-        lines.append("GET %s/v1/models without a key: expects 401" % url)
-        lines.append("GET %s/v1/models with the key: expects 200" % url)
-    return lines
 
 
 def plan_lines(settings, facts):

@@ -1,12 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: glm53.tensorfold contributors
 # Apache License 2.0 (see LICENSE)
-"""The smoke test's verdict: what the engine's answers mean, as coded problems.
+"""The smoke test: its requests, what the engine's answers mean (coded problems), what it saves.
 
-The smoke_test role sends its requests with ``ansible.builtin.uri`` on the host and hands the
-registered results here. Each check reads the HTTP status and body of the engine's OpenAI-compatible
-API (docs/smoke_test.md lists the requests and what each answer must hold). A problem quotes the status or the reply that explains it, cut
-short, and never a request header (the API key travels in one).
+The engine_smoke module (run by the smoke_test role on the host) sends every request through
+``send_requests`` with a ``fetch`` function it is given, judges the answers with ``verdict`` and
+writes ``saved_files``. Each check reads the HTTP status and body of the engine's OpenAI-compatible
+API (docs/smoke_test.md lists the requests and what each answer must hold). A problem quotes the
+status or the reply that explains it, cut short, and never a request header (the API key travels
+in one). An answer is a dict ``{status, content, json, msg}``: the HTTP status (-1 when none
+came), the body, the parsed body, the client's error.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -16,8 +19,11 @@ __metaclass__ = type
 import json
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import record
+from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke_png import png_data_url
 
 EXCERPT = 300
+# Each request names itself, so an engine's logs tell the smoke test's requests apart.
+USER_AGENT = "glm53-smoke-test"
 
 
 def _status(result):
@@ -138,3 +144,110 @@ def verdict(results, host, endpoint, served_name, vision=False, api_key_set=Fals
 
     return {"status": "failed" if problems else "live", "endpoint": endpoint, "reply": reply,
             "problems": problems, "checks": checks}
+
+
+def smoke_requests(url, served_name, vision=True, api_key_set=False, max_tokens=32):
+    """The smoke test's requests, one line each (the API key is never shown): check mode and the plan."""
+    url = str(url).rstrip("/")
+    auth = " (Authorization: Bearer <key>)" if api_key_set else ""
+    lines = ["GET %s/health" % url,
+             "GET %s/v1/models%s: expects %s listed" % (url, auth, served_name),
+             "POST %s/v1/chat/completions%s: model %s, temperature 0, enable_thinking false, max_tokens %s, "
+             "expects a non-empty reply" % (url, auth, served_name, max_tokens)]
+    if vision:
+        lines.append("POST %s/v1/chat/completions%s: a text part and an image_url part "
+                     "(a generated PNG as a data URL), expects a non-empty reply" % (url, auth))
+    if api_key_set:
+        lines.append("GET %s/v1/models without a key: expects 401" % url)
+        lines.append("GET %s/v1/models with the key: expects 200" % url)
+    return lines
+
+
+def chat_body(served_name, content, max_tokens):
+    """A chat completion request as the recipe's smoke test sends it: temperature 0, thinking off."""
+    return {"model": served_name, "messages": [{"role": "user", "content": content}], "temperature": 0,
+            "max_tokens": int(max_tokens), "stream": False, "chat_template_kwargs": {"enable_thinking": False}}
+
+
+def vision_content(prompt, image_size):
+    """A user message of a text part and an image_url part holding a generated PNG."""
+    return [{"type": "text", "text": prompt},
+            {"type": "image_url", "image_url": {"url": png_data_url(image_size)}}]
+
+
+def send_requests(fetch, url, served_name, prompt, max_tokens=32, vision=False, image_prompt="", image_size=8,
+                  api_key="", health_tries=5, health_delay=3, sleep=None):
+    """Send the smoke requests with ``fetch(method, url, body=None, key=None)`` (an answer dict back).
+
+    ``/health`` is asked up to ``health_tries`` times, ``health_delay`` seconds apart, until it
+    answers 200; only then go the API requests, each sent whatever the one before answered, so one
+    run shows every wrong answer. Returns the answers by name, as ``verdict`` reads them.
+    """
+    url = str(url).rstrip("/")
+    answers = {}
+    tries = max(1, int(health_tries))
+    for number in range(tries):
+        answers["health"] = fetch("GET", url + "/health")
+        if _status(answers["health"]) == 200:
+            break
+        if number + 1 < tries and sleep is not None:
+            sleep(health_delay)
+    if _status(answers["health"]) != 200:
+        return answers
+    key = api_key or None
+    answers["models"] = fetch("GET", url + "/v1/models", key=key)
+    answers["chat"] = fetch("POST", url + "/v1/chat/completions", chat_body(served_name, prompt, max_tokens), key=key)
+    if vision:
+        answers["vision"] = fetch("POST", url + "/v1/chat/completions",
+                                  chat_body(served_name, vision_content(image_prompt, image_size), max_tokens), key=key)
+    if api_key:
+        answers["without_key"] = fetch("GET", url + "/v1/models")
+        answers["with_key"] = fetch("GET", url + "/v1/models", key=key)
+    return answers
+
+
+def nice_json(value):
+    """JSON the way the saved files are written: indented, keys sorted, a final newline."""
+    return json.dumps(value, indent=4, sort_keys=True, separators=(",", ": ")) + "\n"
+
+
+def saved_files(judged, answers, url, served_name):
+    """The files saved in the session's log folder, name to text: ``smoke.json`` (the verdict, the
+    URL and the model) and, when it was asked, ``models.json`` (the /v1/models reply, or its status).
+    Neither holds a request header or a time stamp, so the same answers write the same text."""
+    files = {"smoke.json": nice_json(dict(judged, url=str(url).rstrip("/"), model=served_name))}
+    if "models" in answers:
+        body = _body(answers["models"])
+        files["models.json"] = nice_json(body if isinstance(body, (dict, list)) and body
+                                         else {"status": _status(answers["models"])})
+    return files
+
+
+def url_fetch(open_url, timeout):
+    """A ``fetch`` for ``send_requests`` over ``ansible.module_utils.urls.open_url`` (passed in).
+
+    An HTTP error keeps its status and body (a 401 quotes the engine's reason); no answer at all is
+    status -1 with the client's error, which says "timed out" when the timeout ran out."""
+
+    def fetch(method, url, body=None, key=None):
+        headers = {"Authorization": "Bearer " + key} if key else {}
+        data = None
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+            data = json.dumps(body)
+        try:
+            response = open_url(url, data=data, headers=headers, method=method, timeout=timeout,
+                                http_agent=USER_AGENT, use_proxy=False)
+            return {"status": response.getcode(), "content": response.read().decode("utf-8", "replace")}
+        except Exception as error:  # pylint: disable=broad-except  # every client failure is an answer to judge
+            status = getattr(error, "code", None)
+            if isinstance(status, int):  # HTTPError: an answer with a status and maybe a body
+                try:
+                    content = error.read().decode("utf-8", "replace")
+                except Exception:  # pylint: disable=broad-except
+                    content = ""
+                return {"status": status, "content": content, "msg": str(error)}
+            reason = getattr(error, "reason", None) or error
+            return {"status": -1, "msg": "Request failed: %s" % (reason if str(reason) else type(error).__name__)}
+
+    return fetch

@@ -164,6 +164,53 @@ def test_restart_without_a_container_takes_the_recorded_image(tmp_path):
     assert docker.containers["glm53-zig"]["Config"]["Image"] == "img:tag"
 
 
+def argument_checks(docker):
+    return [c for c in docker.calls if c[1] == "run" and "-d" not in c]
+
+
+def test_a_restart_with_the_same_flags_and_image_asks_the_engine_to_check_them_only_once(tmp_path):
+    docker = FakeDocker(fitting)
+    engine(tmp_path, docker, context="65536").run("started")
+    assert len(argument_checks(docker)) == 1
+    result = engine(tmp_path, docker, context="65536").run("restarted")
+    assert result["status"] == "running" and result["starts"] == 1
+    assert len(argument_checks(docker)) == 1  # the container it replaced ran these very flags
+    # Other flags (another window), or no container to compare with: checked again before the stop.
+    engine(tmp_path, docker, context="32768").run("restarted")
+    assert len(argument_checks(docker)) == 2
+    docker.containers.clear()
+    engine(tmp_path, docker, context="32768").run("restarted")
+    assert len(argument_checks(docker)) == 3
+
+
+def test_the_wait_asks_health_four_times_a_second_and_docker_once_a_second(tmp_path):
+    docker = FakeDocker(fitting)
+    box = engine(tmp_path, docker, context="65536")
+    box.run("started")
+    asked = []
+
+    def http(path, timeout=5, key=None):
+        asked.append(box.clock())
+        return (200, '{"status": "ok"}') if len(asked) > 6 else (None, "refused")
+
+    box.http = http
+    calls = len(docker.calls)
+    began = box.clock()
+    assert box.wait() == "up"
+    # Up at the 7th ask, 1.5 s in: asked every 0.25 s, docker asked at 0 s and 1 s only.
+    assert [t - began for t in asked] == [0.25 * n for n in range(7)]
+    assert [c[1:3] for c in docker.calls[calls:]] == [["container", "inspect"]] * 2
+
+
+def test_the_wait_ends_within_a_second_when_the_container_ends(tmp_path):
+    docker = FakeDocker(fitting)
+    box = engine(tmp_path, docker, context="65536")
+    box.run("started")
+    box.http = lambda path, timeout=5, key=None: (None, "refused")
+    docker.containers["glm53-zig"]["State"].update(Running=False, Status="exited", ExitCode=1)
+    assert box.wait() == "ended: status exited, exit code 1"
+
+
 def test_the_key_is_a_0600_file_and_in_no_docker_argument(tmp_path):
     docker = FakeDocker(fitting)
     engine(tmp_path, docker, context="65536", api_key="canary-123").run("started")

@@ -6,7 +6,7 @@ __metaclass__ = type
 import shlex
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.plan import (
-    docker_run, downloads, first_context, plan_lines, rank_argv, smoke_requests)
+    docker_run, downloads, first_context, plan_lines, rank_argv)
 
 SETTINGS = {
     "tensorfold_model_source": "download", "tensorfold_model_repo": "Mia-AiLab/GLM-5.3-Flash-EXL3-4bpw-TensorFold",
@@ -82,13 +82,6 @@ def test_plan_says_what_is_not_known_instead_of_guessing():
     assert any(line.startswith("build: DOCKER_BUILDKIT=1 docker build --tag r:t") for line in lines)
     assert not any("would download" in line for line in lines)
     assert [line.split(" ")[1] for line in lines if line.startswith("rank ")] == ["1", "0"]
-
-
-def test_smoke_requests_follow_vision_and_key():
-    assert len(smoke_requests("http://h:1", "M", vision=False)) == 3
-    lines = smoke_requests("http://h:1/", "M", vision=True, api_key_set=True)
-    assert len(lines) == 6 and lines[0] == "GET http://h:1/health"
-    assert "expects 401" in lines[4]
 
 
 def test_key_flag_alone_is_enough_to_plan_the_auth_requests():

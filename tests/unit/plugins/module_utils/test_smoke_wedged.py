@@ -9,9 +9,10 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke import time
 URL = "http://127.0.0.1:8020"
 HEALTH = {"status": 200, "json": {"status": "ok"}}
 MODELS = {"status": 200, "json": {"object": "list", "data": [{"id": "GLM-5.3-Flash", "object": "model"}]}}
-# What ansible.builtin.uri registers when its timeout runs out before any byte of the reply.
-TIMED_OUT = {"status": -1, "msg": "Status code was -1 and not [200]: Request failed: The read operation timed out"}
-REFUSED = {"status": -1, "msg": "Status code was -1 and not [200]: Request failed: <urlopen error [Errno 111] Connection refused>"}
+# What smoke.url_fetch answers when the timeout runs out before any byte of the reply (Python's
+# socket timeout says "timed out"), and when nothing listens.
+TIMED_OUT = {"status": -1, "msg": "Request failed: The read operation timed out"}
+REFUSED = {"status": -1, "msg": "Request failed: [Errno 111] Connection refused"}
 
 
 def test_a_timed_out_completion_with_health_ok_is_wedged():

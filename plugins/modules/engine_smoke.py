@@ -1,0 +1,202 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: engine_smoke
+short_description: Smoke-test the engine's OpenAI-compatible API and judge the answers
+description:
+  - Sends, from the host, the recipe's smoke requests to the engine's API - C(GET /health) (asked up to
+    O(health_tries) times until it answers 200), C(GET /v1/models), one chat completion (temperature 0,
+    thinking off, at most O(max_tokens) tokens), with O(vision) one carrying a small generated PNG as a
+    C(data:image/png;base64,) URL, and with O(api_key) set C(GET /v1/models) without the key (401
+    expected) and with it (200 expected) - and returns the verdict.
+  - Every request is sent and judged, so one run shows every wrong answer. Problems are coded -
+    C(E_API) when C(/health) does not answer C({"status":"ok"}) (nothing else is asked then), C(E_SMOKE)
+    for a wrong answer, C(E_WEDGED) when the chat request got no answer before O(timeout) while
+    C(/health) said ok - each quoting the status or the start of the reply that explains it.
+  - Saves C(models.json) (the C(/v1/models) reply) and C(smoke.json) (the verdict, the URL, the model)
+    into O(save_dir) when that folder exists; neither holds a request header or a time stamp, so the
+    same answers rewrite nothing (C(changed=false)).
+  - It does not fail on a wrong answer; the smoke_test role publishes the verdict as
+    C(smoke_test_result) and fails the host.
+  - In check mode it sends nothing and returns the requests it would send.
+version_added: 0.2.0
+author:
+  - glm53.tensorfold contributors (@glm53)
+options:
+  url:
+    description: The base URL the requests go to, as the host reaches the API (without C(/v1)).
+    type: str
+    required: true
+  endpoint:
+    description: The URL clients use, published in the verdict (default O(url)).
+    type: str
+  host:
+    description: The inventory name used in messages.
+    type: str
+    required: true
+  served_name:
+    description: The model id C(/v1/models) must list and the chat requests name.
+    type: str
+    required: true
+  api_key:
+    description:
+      - The API key; empty when the engine has none. Sent only in the C(Authorization) header, never
+        returned, saved or printed.
+    type: str
+    default: ""
+  vision:
+    description: Whether to send the request with an image.
+    type: bool
+    default: false
+  prompt:
+    description: The chat request's prompt.
+    type: str
+    default: Say hello in one short sentence.
+  image_prompt:
+    description: The image request's question.
+    type: str
+    default: Which two colours does this picture show? One short sentence.
+  image_size:
+    description: Width and height in pixels of the generated PNG (1 to 256).
+    type: int
+    default: 8
+  max_tokens:
+    description: Reply limit of the chat requests.
+    type: int
+    default: 32
+  timeout:
+    description: Seconds one request may take.
+    type: int
+    default: 120
+  health_tries:
+    description: How many times C(/health) is asked before it counts as down.
+    type: int
+    default: 5
+  health_delay:
+    description: Seconds between two C(/health) tries.
+    type: int
+    default: 3
+  save_dir:
+    description: Folder for C(models.json) and C(smoke.json); nothing is saved when it does not exist or is empty.
+    type: path
+    default: ""
+attributes:
+  check_mode:
+    description: Sends nothing; returns the requests it would send and a C(planned) verdict.
+    support: full
+  diff_mode:
+    description: Returns no diff.
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Smoke-test the API
+  glm53.tensorfold.engine_smoke:
+    url: http://127.0.0.1:8020
+    endpoint: http://10.20.0.11:8020/v1
+    host: "{{ inventory_hostname }}"
+    served_name: GLM-5.3-Flash
+    api_key: "{{ tensorfold_api_key }}"
+    vision: true
+    save_dir: /srv/glm53/logs/current
+  register: smoke
+"""
+
+RETURN = r"""
+verdict:
+  description: The verdict.
+  returned: always
+  type: dict
+  contains:
+    status:
+      description: C(live), C(failed), or C(planned) in check mode.
+      type: str
+    endpoint:
+      description: O(endpoint).
+      type: str
+    reply:
+      description: The chat reply's text.
+      type: str
+    problems:
+      description: Every problem as a record (C(code), C(severity), C(host), C(message), C(check)).
+      type: list
+      elements: dict
+    checks:
+      description: Each request with C(name), C(ok) and the C(status) it answered.
+      type: list
+      elements: dict
+requests:
+  description: The requests, one line each (the key never shown).
+  returned: always
+  type: list
+  elements: str
+saved:
+  description: The files written or found up to date in O(save_dir); empty when nothing was saved.
+  returned: always
+  type: list
+  elements: str
+"""
+
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import open_url
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils.files import write_if_changed
+from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke import (
+    saved_files, send_requests, smoke_requests, url_fetch, verdict)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            url=dict(type="str", required=True),
+            endpoint=dict(type="str"),
+            host=dict(type="str", required=True),
+            served_name=dict(type="str", required=True),
+            api_key=dict(type="str", default="", no_log=True),
+            vision=dict(type="bool", default=False),
+            prompt=dict(type="str", default="Say hello in one short sentence."),
+            image_prompt=dict(type="str", default="Which two colours does this picture show? One short sentence."),
+            image_size=dict(type="int", default=8),
+            max_tokens=dict(type="int", default=32, no_log=False),
+            timeout=dict(type="int", default=120),
+            health_tries=dict(type="int", default=5),
+            health_delay=dict(type="int", default=3),
+            save_dir=dict(type="path", default=""),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    url = p["url"].rstrip("/")
+    endpoint = p["endpoint"] if p["endpoint"] is not None else url
+    if not 1 <= p["image_size"] <= 256:
+        module.fail_json(msg="image_size must be from 1 to 256 pixels, not %d" % p["image_size"])
+    requests = smoke_requests(url, p["served_name"], p["vision"], bool(p["api_key"]), p["max_tokens"])
+    if module.check_mode:
+        module.exit_json(changed=False, requests=requests, saved=[],
+                         verdict={"status": "planned", "endpoint": endpoint, "reply": "", "problems": [], "checks": []})
+    answers = send_requests(url_fetch(open_url, p["timeout"]), url, p["served_name"], p["prompt"], p["max_tokens"],
+                            p["vision"], p["image_prompt"], p["image_size"], p["api_key"],
+                            p["health_tries"], p["health_delay"], sleep=time.sleep)
+    judged = verdict(answers, p["host"], url, p["served_name"], p["vision"], bool(p["api_key"]))
+    judged["endpoint"] = endpoint
+    changed, saved = False, []
+    if p["save_dir"] and os.path.isdir(p["save_dir"]):
+        for name, text in sorted(saved_files(judged, answers, url, p["served_name"]).items()):
+            changed = write_if_changed(os.path.join(p["save_dir"], name), text) or changed
+            saved.append(os.path.join(p["save_dir"], name))
+    module.exit_json(changed=changed, verdict=judged, requests=requests, saved=saved)
+
+
+if __name__ == "__main__":
+    main()

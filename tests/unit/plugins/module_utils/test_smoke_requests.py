@@ -1,0 +1,182 @@
+# -*- coding: utf-8 -*-
+"""The smoke test's requests: what is sent, in which order, when; what is saved; the HTTP client's
+answers for a reply, an HTTP error and no answer at all."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import base64
+import json
+import socket
+
+from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke import (
+    USER_AGENT, chat_body, saved_files, send_requests, smoke_requests, url_fetch, verdict)
+from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke_png import PNG_SIGNATURE
+
+URL = "http://127.0.0.1:8020"
+KEY = "smoke-unit-canary-7731"
+HEALTH = {"status": 200, "content": '{"status":"ok"}'}
+MODELS = {"status": 200, "content": '{"object":"list","data":[{"id":"GLM-5.3-Flash","object":"model"}]}'}
+CHAT = {"status": 200, "content": '{"choices":[{"index":0,"message":{"role":"assistant","content":"Hello."}}]}'}
+UNAUTHORIZED = {"status": 401, "content": '{"error":{"message":"A valid API key is required","code":"invalid_api_key"}}'}
+
+
+class Engine(object):
+    """A fetch that answers as the engine contract says, and records what it was sent."""
+
+    def __init__(self, health=None, key=None):
+        self.health = list(health or [HEALTH])
+        self.key = key
+        self.sent = []
+
+    def __call__(self, method, url, body=None, key=None):
+        self.sent.append((method, url[len(URL):], body, key))
+        path = url[len(URL):]
+        if path == "/health":
+            return self.health.pop(0) if len(self.health) > 1 else self.health[0]
+        if self.key and key != self.key:
+            return UNAUTHORIZED
+        return MODELS if path == "/v1/models" else CHAT
+
+
+def test_without_vision_or_key_three_requests_go_in_order():
+    engine = Engine()
+    answers = send_requests(engine, URL + "/", "GLM-5.3-Flash", "Say hello.", max_tokens=16)
+    assert [sent[:2] for sent in engine.sent] == [
+        ("GET", "/health"), ("GET", "/v1/models"), ("POST", "/v1/chat/completions")]
+    assert sorted(answers) == ["chat", "health", "models"]
+    assert engine.sent[2][2] == chat_body("GLM-5.3-Flash", "Say hello.", 16)
+    assert engine.sent[2][2]["temperature"] == 0 and engine.sent[2][2]["chat_template_kwargs"] == {"enable_thinking": False}
+    assert verdict(answers, "h", URL, "GLM-5.3-Flash")["status"] == "live"
+
+
+def test_vision_sends_a_text_part_and_a_png_data_url():
+    engine = Engine()
+    send_requests(engine, URL, "GLM-5.3-Flash", "hi", vision=True, image_prompt="Which colours?", image_size=4)
+    method, path, body = engine.sent[3][:3]
+    assert (method, path) == ("POST", "/v1/chat/completions")
+    text, image = body["messages"][0]["content"]
+    assert text == {"type": "text", "text": "Which colours?"}
+    prefix = "data:image/png;base64,"
+    assert image["type"] == "image_url" and image["image_url"]["url"].startswith(prefix)
+    assert base64.b64decode(image["image_url"]["url"][len(prefix):]).startswith(PNG_SIGNATURE)
+
+
+def test_with_a_key_every_api_request_carries_it_but_the_one_that_must_be_refused():
+    engine = Engine(key=KEY)
+    answers = send_requests(engine, URL, "GLM-5.3-Flash", "hi", api_key=KEY)
+    assert [(sent[1], sent[3]) for sent in engine.sent] == [
+        ("/health", None), ("/v1/models", KEY), ("/v1/chat/completions", KEY), ("/v1/models", None), ("/v1/models", KEY)]
+    assert verdict(answers, "h", URL, "GLM-5.3-Flash", api_key_set=True)["status"] == "live"
+
+
+def test_health_is_asked_again_until_200_with_the_delay_between():
+    slept = []
+    engine = Engine(health=[{"status": -1, "msg": "Request failed: [Errno 111] Connection refused"},
+                            {"status": 503, "content": ""}, HEALTH])
+    answers = send_requests(engine, URL, "GLM-5.3-Flash", "hi", health_tries=5, health_delay=3, sleep=slept.append)
+    assert slept == [3, 3] and answers["health"] == HEALTH and "chat" in answers
+
+
+def test_health_down_after_every_try_sends_nothing_else():
+    slept = []
+    down = {"status": -1, "msg": "Request failed: [Errno 111] Connection refused"}
+    engine = Engine(health=[down])
+    answers = send_requests(engine, URL, "GLM-5.3-Flash", "hi", health_tries=2, health_delay=1, sleep=slept.append)
+    assert [sent[1] for sent in engine.sent] == ["/health", "/health"] and slept == [1]
+    assert sorted(answers) == ["health"]
+    judged = verdict(answers, "h", URL, "GLM-5.3-Flash")
+    assert [p["code"] for p in judged["problems"]] == ["E_API"] and "Connection refused" in judged["problems"][0]["message"]
+
+
+def test_saved_files_hold_the_verdict_and_the_models_reply_and_never_the_key():
+    engine = Engine(key=KEY)
+    answers = send_requests(engine, URL, "GLM-5.3-Flash", "hi", api_key=KEY)
+    judged = verdict(answers, "h", URL, "GLM-5.3-Flash", api_key_set=True)
+    files = saved_files(judged, answers, URL + "/", "GLM-5.3-Flash")
+    assert sorted(files) == ["models.json", "smoke.json"]
+    assert json.loads(files["models.json"])["data"][0]["id"] == "GLM-5.3-Flash"
+    smoke = json.loads(files["smoke.json"])
+    assert smoke["status"] == "live" and smoke["url"] == URL and smoke["model"] == "GLM-5.3-Flash"
+    assert all(KEY not in text for text in files.values())
+    # The same answers give the same text: a second run rewrites nothing.
+    assert files == saved_files(judged, answers, URL, "GLM-5.3-Flash")
+
+
+def test_models_json_is_its_status_when_the_reply_is_no_json_and_absent_when_not_asked():
+    answers = {"health": HEALTH, "models": {"status": 500, "content": "Internal error"}, "chat": CHAT}
+    files = saved_files(verdict(answers, "h", URL, "M"), answers, URL, "M")
+    assert json.loads(files["models.json"]) == {"status": 500}
+    answers = {"health": {"status": -1, "msg": "refused"}}
+    assert sorted(saved_files(verdict(answers, "h", URL, "M"), answers, URL, "M")) == ["smoke.json"]
+
+
+def test_plan_lines_follow_vision_and_key_and_never_show_it():
+    assert len(smoke_requests("http://h:1", "M", vision=False)) == 3
+    lines = smoke_requests("http://h:1/", "M", vision=True, api_key_set=True)
+    assert len(lines) == 6 and lines[0] == "GET http://h:1/health"
+    assert lines[4] == "GET http://h:1/v1/models without a key: expects 401"
+    assert "Bearer <key>" in lines[1]
+
+
+class Reply(object):
+    def __init__(self, status, body):
+        self.status, self.body = status, body
+
+    def getcode(self):
+        return self.status
+
+    def read(self):
+        return self.body
+
+
+def test_url_fetch_sends_json_with_the_agent_and_the_key_in_a_header():
+    calls = []
+
+    def open_url(url, **kwargs):
+        calls.append((url, kwargs))
+        return Reply(200, b'{"status":"ok"}')
+
+    answer = url_fetch(open_url, 7)("POST", URL + "/v1/chat/completions", {"a": 1}, key=KEY)
+    assert answer == {"status": 200, "content": '{"status":"ok"}'}
+    url, kwargs = calls[0]
+    assert kwargs["method"] == "POST" and json.loads(kwargs["data"]) == {"a": 1} and kwargs["timeout"] == 7
+    assert kwargs["headers"] == {"Authorization": "Bearer " + KEY, "Content-Type": "application/json"}
+    assert kwargs["http_agent"] == USER_AGENT and kwargs["use_proxy"] is False
+    url_fetch(open_url, 7)("GET", URL + "/health")
+    assert calls[1][1]["headers"] == {} and calls[1][1]["data"] is None
+
+
+def test_url_fetch_keeps_an_http_errors_status_and_body():
+    def open_url(url, **kwargs):
+        raise HTTPError(url, 401, "Unauthorized", {}, _Body(UNAUTHORIZED["content"].encode()))
+
+    answer = url_fetch(open_url, 5)("GET", URL + "/v1/models")
+    assert answer["status"] == 401 and "invalid_api_key" in answer["content"]
+
+
+def test_url_fetch_without_an_answer_is_status_minus_one_with_the_reason():
+    def refused(url, **kwargs):
+        raise URLError(ConnectionRefusedError(111, "Connection refused"))
+
+    def slow(url, **kwargs):
+        raise socket.timeout("timed out")
+
+    answer = url_fetch(refused, 5)("GET", URL + "/health")
+    assert answer["status"] == -1 and "Connection refused" in answer["msg"]
+    answer = url_fetch(slow, 5)("POST", URL + "/v1/chat/completions", {})
+    judged = verdict({"health": HEALTH, "models": MODELS, "chat": answer}, "h", URL, "GLM-5.3-Flash")
+    assert [p["code"] for p in judged["problems"]] == ["E_WEDGED"]
+
+
+class _Body(object):
+    def __init__(self, data):
+        self.data = data
+
+    def read(self, *args):
+        return self.data
+
+    def close(self):
+        pass
