@@ -59,8 +59,8 @@ def backend_plan(boxes):
     empty when the smoke test did not run for it (``--tags gateway``, ``--limit``), in which case
     the box stays and the gateway's active check (a real completion) judges it.
 
-    Returns ``{"servers": [{host, name, address, port}], "held_out": [{host, name, reason}]}``,
-    both sorted by host.
+    Returns ``{"servers": [{host, name, address, port}], "held_out": [{host, name, reason}],
+    "names": {host: name}}``, the lists sorted by host (``names``: every box's server name).
     """
     servers, held = [], []
     for box in sorted(boxes, key=lambda b: str(b.get("host"))):
@@ -77,7 +77,8 @@ def backend_plan(boxes):
         else:
             servers.append({"host": host, "name": name, "address": str(box["address"]),
                             "port": int(box.get("port") or 8020)})
-    return {"servers": servers, "held_out": held}
+    return {"servers": servers, "held_out": held,
+            "names": dict((entry["host"], entry["name"]) for entry in servers + held)}
 
 
 def parse_show_stat(text):

@@ -55,6 +55,11 @@ held_out:
   type: list
   elements: dict
   sample: [{"host": "gpu-box-02", "name": "gpu-box-02", "reason": "failed in gpu_host_checks this run"}]
+names:
+  description: Each box's server name at the gateway (its inventory name, characters HAProxy does not allow in a name replaced by C(_)), by host.
+  returned: always
+  type: dict
+  sample: {"gpu-box-01": "gpu-box-01", "gpu@box 02": "gpu_box_02"}
 """
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.controller_action import refuse_on_host
