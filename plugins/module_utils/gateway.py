@@ -180,3 +180,15 @@ def check_summary(row):
     if row["scur"]:
         parts.append("%d request%s in flight" % (row["scur"], "" if row["scur"] == 1 else "s"))
     return ", ".join(parts)
+
+
+def check_timing_problem(interval, timeout, fastinter_ms, fall):
+    """A wedged engine must leave rotation within two check intervals: ``fall`` checks that each
+    time out, with the fast re-checks between them, must fit in one interval. Returns what is
+    wrong (text for an E_SETTINGS problem), or None."""
+    worst = fall * float(timeout) + (fall - 1) * float(fastinter_ms) / 1000.0
+    if worst <= float(interval):
+        return None
+    return ("gateway_check_fall x gateway_check_timeout plus the fast re-checks (%s x %s s + %s x %s ms) exceeds "
+            "gateway_check_interval (%s s), so a wedged engine could stay in rotation longer than two intervals"
+            % (fall, timeout, fall - 1, fastinter_ms, interval))
