@@ -11,7 +11,9 @@ and the run's settings fingerprint equals the one recorded; see ``read_record``)
 planned file of every repository has a verification record that still holds: same revision,
 size and mtime, as hf_snapshot writes them), ``health`` (the API answers /health) and
 ``runtime`` (Docker has the runtime the container needs) and ``api_key`` (the key file the
-container reads holds the run's key). Reading the box is the module's job;
+container reads holds the run's key). Apart from those, ``node_exporter_state`` says whether the
+box's node exporter (monitoring's part of a deploy) serves the collection's textfile series; it
+does not count toward ``converged``: site.yml's monitoring step uses it alone. Reading the box is the module's job;
 everything here is pure apart from reading the weights' small state files.
 """
 
@@ -30,6 +32,8 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, h
 
 PARTS = ("record", "container", "settings", "api_key", "image", "weights", "runtime", "health")
 RECORD = "deployed.json"
+# Written by the monitoring role once the node exporter serves (its URL on the box).
+NODE_EXPORTER_RECORD = "node-exporter.json"
 
 
 def read_text(path):
@@ -253,3 +257,30 @@ def read_health(url, timeout, opener=None):
     except Exception as exc:  # pylint: disable=broad-except  # any failure means "not healthy"
         status = getattr(exc, "code", None)
         return {"ok": False, "status": status, "error": "%s%s" % (exc.__class__.__name__, (" %s" % status) if status else "")}
+
+
+def read_node_exporter_record(state_dir):
+    """The monitoring role's record of the node exporter on the box, or None."""
+    record = _load_json(os.path.join(state_dir, NODE_EXPORTER_RECORD))
+    return record if isinstance(record, dict) else None
+
+
+def node_exporter_state(record, data_dir, timeout, opener=None):
+    """Does the node exporter the monitoring role left on the box (``record``: its
+    ``NODE_EXPORTER_RECORD``, ``{"url": ...}``, or None) answer and serve the textfile series that
+    names the data folder (``glm53_data_dir_info{...,path="DATA_DIR"}``)?
+    Returns {converged, what}: ``what`` says why not, empty when it does."""
+    from ansible.module_utils.urls import open_url  # pylint: disable=import-outside-toplevel
+    url = (record or {}).get("url")
+    if not url:
+        return {"converged": False, "what": "no record of the node exporter's deploy"}
+    try:
+        body = (opener or open_url)(url, timeout=timeout, validate_certs=False, follow_redirects="none").read()
+    except Exception as exc:  # pylint: disable=broad-except  # any failure means "not serving"
+        status = getattr(exc, "code", None)
+        return {"converged": False, "what": "GET %s: %s%s" % (url, exc.__class__.__name__, (" %s" % status) if status else "")}
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+    wanted = 'path="%s"' % data_dir
+    if any(line.startswith("glm53_data_dir_info{") and wanted in line for line in text.splitlines()):
+        return {"converged": True, "what": ""}
+    return {"converged": False, "what": "the node exporter does not serve glm53_data_dir_info for %s" % data_dir}

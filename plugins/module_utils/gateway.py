@@ -59,8 +59,8 @@ def backend_plan(boxes):
     empty when the smoke test did not run for it (``--tags gateway``, ``--limit``), in which case
     the box stays and the gateway's active check (a real completion) judges it.
 
-    Returns ``{"servers": [{host, name, address, port}], "held_out": [{host, name, reason}]}``,
-    both sorted by host.
+    Returns ``{"servers": [{host, name, address, port}], "held_out": [{host, name, reason}],
+    "names": {host: name}}``, the lists sorted by host (``names``: every box's server name).
     """
     servers, held = [], []
     for box in sorted(boxes, key=lambda b: str(b.get("host"))):
@@ -77,7 +77,8 @@ def backend_plan(boxes):
         else:
             servers.append({"host": host, "name": name, "address": str(box["address"]),
                             "port": int(box.get("port") or 8020)})
-    return {"servers": servers, "held_out": held}
+    return {"servers": servers, "held_out": held,
+            "names": dict((entry["host"], entry["name"]) for entry in servers + held)}
 
 
 def parse_show_stat(text):
@@ -179,3 +180,15 @@ def check_summary(row):
     if row["scur"]:
         parts.append("%d request%s in flight" % (row["scur"], "" if row["scur"] == 1 else "s"))
     return ", ".join(parts)
+
+
+def check_timing_problem(interval, timeout, fastinter_ms, fall):
+    """A wedged engine must leave rotation within two check intervals: ``fall`` checks that each
+    time out, with the fast re-checks between them, must fit in one interval. Returns what is
+    wrong (text for an E_SETTINGS problem), or None."""
+    worst = fall * float(timeout) + (fall - 1) * float(fastinter_ms) / 1000.0
+    if worst <= float(interval):
+        return None
+    return ("gateway_check_fall x gateway_check_timeout plus the fast re-checks (%s x %s s + %s x %s ms) exceeds "
+            "gateway_check_interval (%s s), so a wedged engine could stay in rotation longer than two intervals"
+            % (fall, timeout, fall - 1, fastinter_ms, interval))

@@ -30,6 +30,10 @@ description:
     C(record) compares O(run_settings) with the fingerprint recorded there; C(api_key) compares
     O(api_key) with the key file the engine reads."
   - A part whose wanted value is not given is not compared.
+  - "With O(node_exporter), it also says whether the node exporter the glm53.tensorfold.monitoring
+    role left on the box (its record C(DATA_DIR/.state/node-exporter.json) holds its URL) still
+    serves the series that names O(data_dir) (RV(node_exporter)); that answer does not count toward
+    RV(converged): site.yml's monitoring step reads it alone."
   - Only reads; it never changes the box, so check mode gives the same answer.
   - Talks to the Docker Engine API over its unix socket (three GETs at most) and to the API once.
 author:
@@ -107,6 +111,12 @@ options:
   host_label:
     description: The host name used in problem messages (default the box's hostname).
     type: str
+  node_exporter:
+    description:
+      - Whether the run wants the node exporter on the box (the inventory has a C(monitoring) group); only with O(data_dir).
+      - Its metrics must hold the series C(glm53_data_dir_info) with the label C(path) equal to O(data_dir).
+    type: bool
+    default: false
 notes:
   - Read the RV(differs) list rather than RV(converged) alone when deciding which steps to run.
 attributes:
@@ -181,6 +191,11 @@ record:
   description: The box's deploy record (no secret in it), or null when there is none or O(data_dir) is unset.
   returned: always
   type: dict
+node_exporter:
+  description: Whether the node exporter serves the data folder's series (C(converged)) and, when not, why (C(what)); null when O(node_exporter) is false.
+  returned: always
+  type: dict
+  sample: {"converged": true, "what": ""}
 """
 
 import os
@@ -215,6 +230,7 @@ def main():
             data_dir=dict(type="path"),
             run_settings=dict(type="str"),
             api_key=dict(type="str", no_log=True),
+            node_exporter=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -254,8 +270,13 @@ def main():
     if params["data_dir"]:
         want.update(run_settings=params["run_settings"] or "", recorded_settings=(record or {}).get("settings"))
     differs = converged.compare(want, have)
+    node_exporter = None
+    if params["node_exporter"] and params["data_dir"]:
+        node_exporter = converged.node_exporter_state(
+            converged.read_node_exporter_record(os.path.join(params["data_dir"], ".state")),
+            params["data_dir"], params["health_timeout"])
     module.exit_json(changed=False, converged=not differs, differs=differs, summary=converged.summary(differs),
-                     have=have, served=served, record=record)
+                     have=have, served=served, record=record, node_exporter=node_exporter)
 
 
 if __name__ == "__main__":

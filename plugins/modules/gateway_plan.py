@@ -31,6 +31,16 @@ options:
     description: The engines' port where a box does not set C(tensorfold_port).
     type: int
     default: 8020
+  check:
+    description:
+      - The gateway's health check timing; when given, it is checked first (E_SETTINGS when a wedged engine
+        could stay in rotation longer than two check intervals).
+    type: dict
+    suboptions:
+      interval: {description: Seconds between two checks (C(gateway_check_interval))., type: float, required: true}
+      timeout: {description: Seconds one check may take (C(gateway_check_timeout))., type: float, required: true}
+      fastinter_ms: {description: Milliseconds between the fast re-checks (C(gateway_check_fastinter_ms))., type: float, required: true}
+      fall: {description: Failed checks that take a box out (C(gateway_check_fall))., type: int, required: true}
 extends_documentation_fragment:
   - glm53.tensorfold.controller
 """
@@ -55,6 +65,11 @@ held_out:
   type: list
   elements: dict
   sample: [{"host": "gpu-box-02", "name": "gpu-box-02", "reason": "failed in gpu_host_checks this run"}]
+names:
+  description: Each box's server name at the gateway (its inventory name, characters HAProxy does not allow in a name replaced by C(_)), by host.
+  returned: always
+  type: dict
+  sample: {"gpu-box-01": "gpu-box-01", "gpu@box 02": "gpu_box_02"}
 """
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.controller_action import refuse_on_host
@@ -63,6 +78,12 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils.controller_action
 ARGUMENT_SPEC = dict(
     hosts=dict(type="list", elements="str", required=True),
     default_port=dict(type="int", default=8020),
+    check=dict(type="dict", options=dict(
+        interval=dict(type="float", required=True),
+        timeout=dict(type="float", required=True),
+        fastinter_ms=dict(type="float", required=True),
+        fall=dict(type="int", required=True),
+    )),
 )
 
 

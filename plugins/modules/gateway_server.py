@@ -37,7 +37,10 @@ options:
     type: str
     default: engines
   server:
-    description: The server (box) to drain or put back; required unless O(state=query).
+    description:
+      - The box to drain or put back, by its inventory name; required unless O(state=query).
+      - Named at the gateway the way M(glm53.tensorfold.gateway_plan) names it (characters HAProxy does not allow
+        in a name replaced by C(_)); RV(server) returns that name.
     type: str
   state:
     description: What to do.
@@ -96,11 +99,16 @@ servers:
   type: list
   elements: dict
   contains:
-    server: {description: The server's name (the box's inventory name)., type: str}
+    server: {description: The server's name (the box's inventory name as the gateway names it)., type: str}
     status: {description: "HAProxy's status text: UP, DOWN, MAINT, DRAIN, or UP 1/2 while a check moves it.", type: str}
     state: {description: "up, down, draining, drained, checking or unknown.", type: str}
     scur: {description: Requests in flight on it., type: int}
     check: {description: What its last health check saw., type: str}
+server:
+  description: The name of the box of O(server) at the gateway.
+  returned: when O(server) is given
+  type: str
+  sample: gpu-box-01
 drain:
   description: With O(state=drained), how the drain went.
   returned: when state is drained and something was done
@@ -118,7 +126,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.gateway import (
-    check_summary, drain_done, find, is_up, parse_show_stat, server_state, settled)
+    check_summary, drain_done, find, is_up, parse_show_stat, server_name, server_state, settled)
 
 
 class RuntimeApi(object):
@@ -170,7 +178,13 @@ def main():
     )
     params = module.params
     api = RuntimeApi(params["socket"])
-    backend, server = params["backend"], params["server"]
+    # The box's inventory name becomes its server name the way the gateway's configuration names it.
+    backend, server = params["backend"], server_name(params["server"]) if params["server"] else None
+
+    def finish(**result):
+        if server:
+            result["server"] = server
+        module.exit_json(**result)
 
     def read():
         try:
@@ -193,16 +207,16 @@ def main():
             while not settled(rows, backend) and time.time() < deadline:
                 time.sleep(params["poll"])
                 rows = read()
-        module.exit_json(changed=False, servers=public(rows, backend))
+        finish(changed=False, servers=public(rows, backend))
 
     row = find(rows, backend, server)
     if row is None and params["state"] == "drained":
         # A box the gateway does not forward to (held out) has nothing to drain.
-        module.exit_json(changed=False, known=False, servers=public(rows, backend))
+        finish(changed=False, known=False, servers=public(rows, backend))
     if row is None and params["state"] == "ready":
         # A box held out when the gateway was last configured (it failed, or never went LIVE):
         # restarting it must not stop a rolling restart; the next gateway run adds it.
-        module.exit_json(changed=False, known=False, servers=public(rows, backend), warnings=[
+        finish(changed=False, known=False, servers=public(rows, backend), warnings=[
             "[W_GATEWAY] %s: the gateway has no server %s in backend %s (held out when it was last "
             "configured). Run site.yml --tags gateway to add it." % (server, server, backend)])
     if row is None:
@@ -213,9 +227,9 @@ def main():
 
     if params["state"] == "drained":
         if server_state(row) == "drained":
-            module.exit_json(changed=False, servers=public(rows, backend))
+            finish(changed=False, servers=public(rows, backend))
         if module.check_mode:
-            module.exit_json(changed=True, servers=public(rows, backend))
+            finish(changed=True, servers=public(rows, backend))
         command("set server %s state drain" % name)
         started = time.time()
         in_flight = row["scur"]
@@ -232,13 +246,13 @@ def main():
             warnings.append("%s: %d request%s still in flight after %d s of draining; the restart cuts them "
                             "(raise gateway_drain_timeout to wait longer)."
                             % (server, left, "" if left == 1 else "s", params["drain_timeout"]))
-        module.exit_json(changed=True, drain=drain, servers=public(read(), backend), warnings=warnings)
+        finish(changed=True, drain=drain, servers=public(read(), backend), warnings=warnings)
 
     # ready
     if is_up(row) and server_state(row) == "up":
-        module.exit_json(changed=False, servers=public(rows, backend))
+        finish(changed=False, servers=public(rows, backend))
     if module.check_mode:
-        module.exit_json(changed=True, servers=public(rows, backend))
+        finish(changed=True, servers=public(rows, backend))
     command("set server %s state ready" % name)
     deadline = time.time() + params["ready_timeout"]
     row = find(read(), backend, server)
@@ -252,7 +266,7 @@ def main():
                              "gateway reaches it on its port and that gateway_check_timeout is long enough."
                          % (server, params["ready_timeout"], check_summary(find(rows, backend, server))),
                          servers=public(rows, backend))
-    module.exit_json(changed=True, servers=public(rows, backend))
+    finish(changed=True, servers=public(rows, backend))
 
 
 if __name__ == "__main__":

@@ -191,6 +191,52 @@ def test_health_reader_turns_failures_into_not_ok():
     assert not got["ok"] and got["error"] == "OSError"
 
 
+# Written by hand in the text exposition format the node exporter serves (labels sorted by name),
+# with the series the monitoring role's textfile holds.
+NODE_METRICS = b"""# HELP glm53_data_dir_info Metric read from /var/lib/prometheus/node-exporter/glm53.prom
+# TYPE glm53_data_dir_info gauge
+glm53_data_dir_info{mountpoint="/",path="/srv/glm53"} 1
+node_load1 0.5
+"""
+
+
+def test_node_exporter_serving_the_data_folder_series_is_converged():
+    class Reply:
+        def __init__(self, body):
+            self.body = body
+
+        def read(self):
+            return self.body
+
+    url = "http://127.0.0.1:9100/metrics"
+    asked = []
+
+    def serve(body):
+        def opener(u, **kwargs):
+            asked.append(u)
+            return Reply(body)
+        return opener
+
+    record = {"url": url}
+    assert converged.node_exporter_state(record, "/srv/glm53", 1, opener=serve(NODE_METRICS)) == {
+        "converged": True, "what": ""}
+    assert asked == [url]
+    # Another data folder (the setting moved), or no textfile series at all: not converged.
+    other = converged.node_exporter_state(record, "/data/glm53", 1, opener=serve(NODE_METRICS))
+    assert not other["converged"] and "/data/glm53" in other["what"]
+    assert not converged.node_exporter_state(record, "/srv/glm53", 1, opener=serve(b"node_load1 0.5\n"))["converged"]
+    # Never deployed on this box (the monitoring group is new): not converged, nothing asked.
+    assert converged.node_exporter_state(None, "/srv/glm53", 1, opener=serve(NODE_METRICS)) == {
+        "converged": False, "what": "no record of the node exporter's deploy"}
+    assert len(asked) == 3
+
+    def refuse(u, **kwargs):
+        raise OSError("Connection refused")
+
+    down = converged.node_exporter_state(record, "/srv/glm53", 1, opener=refuse)
+    assert down == {"converged": False, "what": "GET %s: OSError" % url}
+
+
 def write_record(state_dir, **over):
     record = {"settings": "a" * 64, "container": SETTINGS, "image": IMAGE, "image_tag": "latest",
               "endpoint": "http://127.0.0.1:8020/v1", "public_endpoint": "http://box:8020/v1", "weights": []}

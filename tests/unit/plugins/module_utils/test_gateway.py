@@ -7,7 +7,8 @@ __metaclass__ = type
 import os
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.gateway import (
-    backend_plan, box_from_facts, check_summary, drain_done, find, is_up, parse_show_stat, server_name, server_state, settled)
+    backend_plan, box_from_facts, check_summary, check_timing_problem, drain_done, find, is_up, parse_show_stat,
+    server_name, server_state, settled)
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 
@@ -91,3 +92,12 @@ def test_a_box_is_read_from_its_inventory_address_port_failure_and_smoke_verdict
 def test_a_box_without_facts_is_served_at_its_name_and_the_default_port():
     assert box_from_facts("gpu-box-01", {}, default_port=8020) == {
         "host": "gpu-box-01", "address": "gpu-box-01", "port": 8020, "failure_stage": None, "smoke_status": None}
+
+
+def test_the_check_timing_takes_a_wedged_engine_out_within_two_intervals():
+    # The defaults: 2 x 2 s + 1 x 500 ms = 4.5 s fits in 5 s.
+    assert check_timing_problem(5, 2, 500, 2) is None
+    assert check_timing_problem(5, 2.5, 0, 2) is None  # exactly one interval
+    wrong = check_timing_problem(5, 3, 500, 2)
+    assert wrong and "(2 x 3 s + 1 x 500 ms) exceeds gateway_check_interval (5 s)" in wrong
+    assert check_timing_problem(5, 2, 1500, 2)  # the fast re-checks count too

@@ -111,6 +111,15 @@ def test_ready_puts_a_box_back_and_waits_for_up(run, haproxy):
     assert run(server="gpu-box-02", state="ready")["changed"] is False
 
 
+def test_a_box_is_named_by_its_inventory_name_as_the_gateway_names_it(run, haproxy):
+    # gateway_plan names the server of inventory host "gpu box@03" gpu_box_03 in HAProxy's configuration.
+    haproxy.servers["gpu_box_03"] = {"status": "UP", "scur": 0}
+    result = run(server="gpu box@03", state="drained")
+    assert result["changed"] and result["server"] == "gpu_box_03"
+    assert "set server engines/gpu_box_03 state maint" in haproxy.commands
+    assert run(server="gpu box@03", state="query")["server"] == "gpu_box_03"
+
+
 def test_check_mode_sends_no_command(run, haproxy):
     result = run(check_mode=True, server="gpu-box-01", state="drained")
     assert result["changed"] and not any(c.startswith("set ") for c in haproxy.commands)
@@ -118,7 +127,7 @@ def test_check_mode_sends_no_command(run, haproxy):
 
 def test_unknown_boxes_and_a_missing_socket(run, haproxy, tmp_path):
     assert run(server="gpu-box-09", state="drained") == dict(
-        changed=False, known=False, servers=run()["servers"])
+        changed=False, known=False, server="gpu-box-09", servers=run()["servers"])
     # A box held out when the gateway was configured: putting it back warns, and a rolling
     # restart goes on (the next gateway run adds it).
     held_out = run(server="gpu-box-09", state="ready")
