@@ -11,7 +11,7 @@ import importlib
 import pytest
 
 STUBS = ["fleet_report_info", "gateway_plan", "gpu_host_verdict", "host_plan", "image_build", "image_inputs",
-         "settings_check", "smoke_verdict"]
+         "report_files", "settings_check"]
 
 
 def module(name):

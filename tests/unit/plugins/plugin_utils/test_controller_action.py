@@ -17,7 +17,7 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils.image_inputs impo
 from ansible_collections.glm53.tensorfold.plugins.plugin_utils.controller_action import ControllerAction
 
 # Controller actions whose module file only documents them (module_utils/controller_action.refuse_on_host).
-ACTIONS = ["fleet_report_info", "gateway_plan", "gpu_host_verdict", "host_plan", "image_inputs", "smoke_verdict"]
+ACTIONS = ["fleet_report_info", "gateway_plan", "gpu_host_verdict", "host_plan", "image_inputs", "report_files"]
 
 
 class FakeTask(object):
