@@ -25,6 +25,7 @@ import datetime
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -191,6 +192,31 @@ class LocalHub:
         self.proc.wait(timeout=30)
 
 
+class CpuTimed:
+    """Wraps a side's thunk and keeps the CPU seconds (user + system) of each run's command and
+    all it waited for: on a loaded machine the wall time swings with the load, the CPU a command
+    needs much less, so the weights and peer rows report both."""
+
+    def __init__(self, thunk):
+        self.thunk = thunk
+        self.cpu = []
+
+    def __call__(self):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        seconds = self.thunk()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.cpu.append(round(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, 2))
+        log("  cpu %.2f s" % self.cpu[-1])
+        return seconds
+
+
+def with_cpu(one, timed):
+    """A side with the median CPU seconds of its timed runs (the first is the warm-up)."""
+    one["cpu"] = timed.cpu[1:]
+    one["cpu_median"] = round(statistics.median(timed.cpu[1:]), 2) if len(timed.cpu) > 1 else None
+    return one
+
+
 def hf_snapshot_adhoc(dest, endpoint, state_dir=None, token_file=None):
     args = {"repo_id": REPO, "revision": COMMIT, "local_dir": dest + "/model", "endpoint": endpoint}
     if state_dir:
@@ -220,12 +246,14 @@ def bench_weights(work):
             shutil.rmtree(work + "/ours", ignore_errors=True)
             return hf_snapshot_adhoc(work + "/ours", hub.url)
 
+        plain, ours = CpuTimed(plain), CpuTimed(ours)
         times = alternate([("hf download", plain), ("hf_snapshot", ours)])
     finally:
         hub.close()
     return [ratio_row("checkpoint download %d MiB: hf download / hf_snapshot (every sha256 verified); speed ratio"
-                      % WEIGHTS_MIB, side("hf download", times["hf download"]),
-                      side("hf_snapshot via ansible", times["hf_snapshot"]), 0.95, higher_is_better=True)]
+                      % WEIGHTS_MIB, with_cpu(side("hf download", times["hf download"]), plain),
+                      with_cpu(side("hf_snapshot via ansible", times["hf_snapshot"]), ours), 0.95,
+                      higher_is_better=True)]
 
 
 def bench_peer(work):
@@ -268,6 +296,7 @@ def bench_peer(work):
             shutil.rmtree(work + "/copy", ignore_errors=True)
             return hf_snapshot_adhoc(work + "/copy", peer, token_file=secret_file)
 
+        plain, ours = CpuTimed(plain), CpuTimed(ours)
         times = alternate([("plain HTTP copy", plain), ("peer copy", ours)])
     finally:
         open(work + "/stop-peer", "w").close()
@@ -275,8 +304,8 @@ def bench_peer(work):
             proc.terminate()
             proc.wait(timeout=30)
     return [ratio_row("weights copy between hosts %d MiB: plain HTTP (curl) / peer copy (hf_snapshot from hf_peer); "
-                      "speed ratio" % WEIGHTS_MIB, side("plain HTTP copy", times["plain HTTP copy"]),
-                      side("peer copy via ansible", times["peer copy"]), 0.9, higher_is_better=True)]
+                      "speed ratio" % WEIGHTS_MIB, with_cpu(side("plain HTTP copy", times["plain HTTP copy"]), plain),
+                      with_cpu(side("peer copy via ansible", times["peer copy"]), ours), 0.9, higher_is_better=True)]
 
 
 # --- simulated boxes ------------------------------------------------------------------------------
@@ -429,11 +458,14 @@ ROWS = ("weights", "peer", "host-checks", "deploy", "noop", "restart")
 
 def table(rows):
     lines = ["| row | side A (median of runs) | side B (median of runs) | ratio A/B | goal | met |", "|---|---|---|---|---|---|"]
+    def figure(one):
+        cpu = " (cpu %.2f s)" % one["cpu_median"] if one.get("cpu_median") is not None else ""
+        return "%s %.2f s %s%s" % (one["label"], one["median"], one["runs"], cpu)
+
     for row in rows:
         b = row["b"]
-        lines.append("| %s | %s %.2f s %s | %s | %s | %s | %s |" % (
-            row["row"], row["a"]["label"], row["a"]["median"], row["a"]["runs"],
-            "%s %.2f s %s" % (b["label"], b["median"], b["runs"]) if b else "-",
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (
+            row["row"], figure(row["a"]), figure(b) if b else "-",
             "%.2f" % row["ratio"] if row["ratio"] is not None else "-", row["goal"],
             {True: "yes", False: "NO"}.get(row["met"], row["met"])))
     return "\n".join(lines)
