@@ -18,7 +18,11 @@ Rows (name them to run only some; default all):
   deploy       first deploy (`site.yml` on fresh boxes): BENCH_DEPLOY_BOXES (default 8) / 1
   noop         no-op converge: BENCH_BOXES (default 32) / 1; and 1 box absolute
   restart      `--tags restart` of one box beyond the engine stand-in's own start (with profile_tasks)
-Sizes: BENCH_WEIGHTS_MIB (default 1024) for weights and peer.
+Sizes: BENCH_WEIGHTS_MIB (default 1024, the issue's size) for weights and peer. At 1 GiB a whole
+command's fixed start (ansible-core's, about 1.3 s of CPU here) is as large as curl's whole copy;
+real checkpoints are hundreds of GiB, so BENCH_WEIGHTS_MIB=4096 or more shows the per-byte ratio
+(the peer row then needs four copies on disk, 16 GiB, and about four times the time). The weights
+and peer rows print each side's median CPU seconds beside its wall time.
 """
 
 import datetime
@@ -185,7 +189,8 @@ class LocalHub:
                                       "--bind", "127.0.0.1", "--port", str(self.port), "--cdn-port", str(free_port())],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.url = "http://127.0.0.1:%d" % self.port
-        wait_http(self.url + "/_emulator/log")
+        # The emulator reads every file's checksum before it answers: more time for more bytes.
+        wait_http(self.url + "/_emulator/log", deadline_s=30 + WEIGHTS_MIB // 32)
 
     def close(self):
         self.proc.terminate()
