@@ -275,6 +275,10 @@ def plain_http(url):
     return not (("http" in proxies or "all" in proxies) and not proxy_bypass(parts.hostname))
 
 
+class NotPlain(Exception):
+    """A plain-HTTP request was redirected to HTTPS or through a proxy: the session carries it."""
+
+
 class PlainResponse:
     """One GET over plain HTTP with ``http.client``, redirects followed (the credentials only to
     the origin they were meant for, as huggingface_hub's session does). ``pieces`` reads the body
@@ -299,8 +303,8 @@ class PlainResponse:
                 self.resp.read()
                 url = urljoin(url, location)
                 if not plain_http(url):
-                    raise SnapshotError("E_DOWNLOAD", "%s redirected to %s, which is not plain HTTP; rerun to resume"
-                                        % (urlsplit(url).hostname, urlsplit(url).scheme))
+                    self.close()
+                    raise NotPlain(url)
                 continue
             return
         raise SnapshotError("E_DOWNLOAD", "more than %d redirects for %s; check the endpoint" % (REDIRECTS, url))
@@ -613,10 +617,14 @@ class Snapshot:
         writer = PieceHasher(hasher)
         position = committed = offset
         try:
+            resp = None
             if plain_http(url):
-                resp = PlainResponse(url, headers, 60)
-                blocks, close = resp.pieces, resp.close
-            else:
+                try:
+                    resp = PlainResponse(url, headers, 60)
+                    blocks, close = resp.pieces, resp.close
+                except NotPlain:
+                    resp = None  # the session starts over from the first URL and follows the redirect
+            if resp is None:
                 stream = hf_utils.get_session().stream("GET", url, headers=headers, timeout=60)
                 resp = stream.__enter__()
                 blocks, close = (lambda most: session_pieces(resp, most)), (lambda: stream.__exit__(None, None, None))

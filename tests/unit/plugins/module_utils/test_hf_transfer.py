@@ -324,6 +324,21 @@ def test_a_cut_plain_http_body_is_resumed_in_the_same_run_from_the_bytes_written
     assert snap.resumed == [{"path": "model.safetensors", "from": 2 * MIB + 5, "discarded": 0}]
 
 
+def test_a_redirect_to_https_hands_the_request_to_the_session(tmp_path, plain_hub, monkeypatch):
+    monkeypatch.delenv("http_proxy", raising=False)
+    monkeypatch.delenv("HTTP_PROXY", raising=False)
+    data = payload(MIB + 5)
+    spec = spec_for("model.safetensors", data)
+    snap = plain_snapshot(tmp_path, plain_hub)
+    hub = FakeHub({"model.safetensors": data})
+    monkeypatch.setattr(PlainHub, "do_GET", lambda self: (self.send_response(302), self.send_header(
+        "Location", "https://cdn.invalid/x"), self.send_header("Content-Length", "0"), self.end_headers()))
+    snap._hub = (HubUtils, type("Utils", (HubUtils,), {"get_session": staticmethod(lambda: hub)}), None)
+    final = snap._fetch(COMMIT, spec, hf_transfer.Progress(None, len(data)))
+    assert open(final, "rb").read() == data
+    assert [r["path"] for r in hub.requests] == ["model.safetensors"]
+
+
 def test_a_proxy_for_the_host_sends_plain_http_through_the_session(monkeypatch):
     monkeypatch.setenv("http_proxy", "http://proxy.invalid:3128")
     monkeypatch.setenv("no_proxy", "peer.internal")
