@@ -309,8 +309,9 @@ class PlainResponse:
             return
         raise SnapshotError("E_DOWNLOAD", "more than %d redirects for %s; check the endpoint" % (REDIRECTS, url))
 
-    def pieces(self, most=PIECE):
-        """The body in pieces of at most ``most`` bytes, each read straight into a pooled buffer.
+    def pieces(self, room=lambda: PIECE):
+        """The body in pieces of at most ``room()`` bytes (asked before each piece: the bytes to the
+        next resume point, so pieces end on it), each read straight into a pooled buffer.
         A piece ends when full or after PIECE_WAIT seconds, so on a slow link progress and resume
         points still move; with a known length each read takes what the socket has (``readinto1``)."""
         pool = queue.Queue()
@@ -321,7 +322,8 @@ class PlainResponse:
         ended = False
         while not ended and remaining != 0:
             buf = pool.get()
-            view = memoryview(buf)[:min(most, PIECE) if remaining is None else min(most, PIECE, remaining)]
+            most = min(room(), PIECE)
+            view = memoryview(buf)[:most if remaining is None else min(most, remaining)]
             filled = 0
             began = time.time()
             while filled < len(view):
@@ -627,7 +629,7 @@ class Snapshot:
             if resp is None:
                 stream = hf_utils.get_session().stream("GET", url, headers=headers, timeout=60)
                 resp = stream.__enter__()
-                blocks, close = (lambda most: session_pieces(resp, most)), (lambda: stream.__exit__(None, None, None))
+                blocks, close = (lambda room: session_pieces(resp, room())), (lambda: stream.__exit__(None, None, None))
             try:
                 status = resp.status_code
                 if status == 416 and offset == spec["size"]:
@@ -645,12 +647,12 @@ class Snapshot:
                     writer = PieceHasher(hf_plan.new_hasher(spec))
                     position = committed = 0
                 half_chunk = max(1, self.chunk_size // 2)
-                for piece, release in blocks(half_chunk):
+                for piece, release in blocks(lambda: half_chunk - position % half_chunk):
                     count = write_all(fd, piece)
                     position += count
                     writer.update(piece, release)
                     progress.add(count, spec["path"])
-                    if position - committed >= half_chunk:
+                    if position // half_chunk > committed // half_chunk:  # reached or passed a resume point
                         self._commit_record(rec_path, spec, position)
                         committed = position
                     if position > spec["size"]:
