@@ -30,7 +30,7 @@ except ImportError:  # pragma: no cover  (Python 2 is not supported on hosts)
     BaseHTTPRequestHandler = object
     ThreadingHTTPServer = None
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan
+from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_transfer
 
 RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
 SEND_PIECE = 64 * 1024 * 1024
@@ -40,8 +40,10 @@ def load_verified_repo(repo):
     """The servable files of one repository: only those whose verification record still holds."""
     with open(os.path.join(repo["state_dir"], "listing-%s.json" % repo["revision"])) as handle:
         listing = json.load(handle)
-    with open(os.path.join(repo["state_dir"], "verified.json")) as handle:
-        records = json.load(handle)
+    records = hf_transfer.load_records(repo["state_dir"])
+    if records is None:
+        raise ValueError("%s has no verification records; the seed must finish its own download first"
+                         % repo["state_dir"])
     files = {}
     for spec in hf_plan.plan_files(listing["entries"]):
         full = os.path.join(repo["local_dir"], hf_plan.safe_relpath(spec["path"]))

@@ -78,8 +78,9 @@ def is_verified(records, revision, spec, stat_size, stat_mtime_ns):
 def resume_offset(committed, partial_size, size):
     """Where a resumed download starts.
 
-    ``committed`` is the last chunk boundary whose bytes were fsynced and recorded; bytes after it
-    may be lost or garbage after a kill or a power cut, so they are dropped and fetched again.
+    ``committed`` is the last chunk boundary whose bytes were written and recorded; bytes after it
+    are not trusted, so they are dropped and fetched again. (After a power cut the bytes before it
+    may not be on the disk either: the resumed file then fails its checksum and starts over.)
     A record beyond the file's real length (lost on a crash) or the target size starts over.
     """
     if committed < 0 or committed > partial_size or committed > size:

@@ -3,20 +3,32 @@
 # Apache License 2.0 (see LICENSE)
 """A pinned Hub snapshot into a plain folder: resumable after a kill, verified once.
 
-Each file's checksum is computed while its bytes arrive (a second thread hashes and commits what
-the first one received and wrote), so no file is read back; a resume hashes the bytes already on
+Each file's checksum is computed while its bytes arrive (a second thread hashes the pieces the
+first one received and wrote), so no file is read back; a resume hashes the bytes already on
 disk before the resume point, once. Two files are fetched at once.
 
 huggingface_hub does the Hub's API (revision resolution, tree listing with sizes, git oids and
-LFS sha256, URLs, auth headers, error classes) and its configured HTTP session carries the bytes.
-The file transfer itself is ours because the library, since 1.18, writes every attempt to a
-per-process temporary name and starts a killed file over, and since 2.x checks sizes only.
+LFS sha256, URLs, auth headers, error classes) and its configured HTTP session carries the bytes
+from HTTPS endpoints and through proxies. From a plain-HTTP endpoint no proxy applies to (a peer
+on the site network, a mirror) the standard library's ``http.client`` reads the body straight
+into reused buffers (``readinto``): a third of the CPU per byte, which decides a peer copy's
+speed on a busy host. The file transfer itself is ours because the library, since 1.18, writes
+every attempt to a per-process temporary name and starts a killed file over, and since 2.x
+checks sizes only.
+
+Durability: a kill of the run loses nothing written, so the resume point is recorded without
+waiting for the disk. A power cut can lose what the disk had not yet written, so a verification
+made in this boot is recorded with the boot's id (``verified-unsynced.json``) instead of waiting
+for the disk; a later run in the same boot fsyncs those files (the kernel has written most back
+by then) and moves them into ``verified.json``; after a reboot they count as unverified and are
+hashed again. A verification is never trusted for bytes that may not have reached the disk.
 
 Layout under ``state_dir`` (same filesystem as ``local_dir`` so the final rename is atomic):
 ``listing-COMMIT.json`` (the repository's file list at that commit; a pinned commit never
 changes, so a complete snapshot needs no Hub request), ``verified.json`` (checksum results keyed
-by revision, path, size and mtime), ``partial/KEY.incomplete`` + ``partial/KEY.json`` (one
-stable name per file being fetched, and the last chunk boundary that was fsynced).
+by revision, path, size and mtime, of files on disk), ``verified-unsynced.json`` (the same, made
+in the boot it names), ``partial/KEY.incomplete`` + ``partial/KEY.json`` (one stable name per
+file being fetched, and the last chunk boundary written).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -32,12 +44,28 @@ import time
 import queue
 from concurrent import futures
 
+try:
+    import http.client as http_client
+    from urllib.parse import urljoin, urlsplit
+    from urllib.request import getproxies, proxy_bypass
+except ImportError:  # pragma: no cover  (Python 2 is not supported on hosts)
+    http_client = None
+
 from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan
 
 READ_BLOCK = 1024 * 1024
 TRANSIENT_RETRIES = 3
-# Received bytes waiting for the hashing thread, in batches of about READ_BLOCK: bounds memory.
+# A plain-HTTP body is read into PIECE-sized buffers, PIECES of them per file: the hashing
+# thread hands each back when hashed, so a file being fetched holds at most 8 MiB. (4 MiB pieces
+# cost four times the page faults and left the data out of the cache between write and hash.)
+PIECE = 1024 * 1024
+PIECES = 8
+# A piece is handed on after this many seconds even when not full (a slow link).
+PIECE_WAIT = 0.5
+# Pieces (or the session's blocks) waiting for the hashing thread: bounds memory.
 PIPELINE_DEPTH = 16
+REDIRECTS = 5
+UNSYNCED = "verified-unsynced.json"
 # Files fetched at once: with two streams the receiving, writing and hashing of one overlap those
 # of the other (hashlib, socket reads and file writes release the GIL), like `hf download`'s workers.
 PARALLEL_FILES = 2
@@ -61,20 +89,54 @@ def load_json(path, default=None):
         return default
 
 
+def boot_id():
+    """This boot's id (Linux), or None where there is none: then every file is fsynced before
+    its verification is recorded."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as handle:
+            return handle.read().strip() or None
+    except (IOError, OSError):
+        return None
+
+
+def unsynced_records(state_dir):
+    """The verifications made in this boot whose files may not be on the disk yet (empty after a
+    reboot: a power cut may have lost their bytes, so they are hashed again)."""
+    data = load_json(os.path.join(state_dir, UNSYNCED), None)
+    current = boot_id()
+    if not isinstance(data, dict) or not current or data.get("boot_id") != current:
+        return {}
+    return dict(data.get("records") or {})
+
+
+def load_records(state_dir):
+    """The verifications that hold: ``verified.json`` plus this boot's unsynced ones; None when
+    neither file is readable."""
+    records = load_json(os.path.join(state_dir, "verified.json"), None)
+    unsynced = unsynced_records(state_dir)
+    if records is None and not unsynced:
+        return None
+    merged = dict(records or {})
+    merged.update(unsynced)
+    return merged
+
+
 def recorded_state(state_dir, revision):
     """What a snapshot's state folder records for ``revision``: ``(listing, records)``, the
-    ``listing-COMMIT.json`` and ``verified.json`` contents, each None when missing or unreadable."""
-    return (load_json(os.path.join(state_dir, "listing-%s.json" % revision)),
-            load_json(os.path.join(state_dir, "verified.json")))
+    ``listing-COMMIT.json`` and the verifications that hold (``load_records``), each None when
+    missing or unreadable."""
+    return (load_json(os.path.join(state_dir, "listing-%s.json" % revision)), load_records(state_dir))
 
 
-def _write_json(path, data):
-    """Write atomically and durably: temp file, fsync, rename."""
+def _write_json(path, data, durable=True):
+    """Write atomically (temp file, rename); durably (fsync before the rename) unless told not to:
+    a resume record only has to survive a kill, which loses nothing written."""
     tmp = path + ".tmp"
     with open(tmp, "w") as handle:
         json.dump(data, handle, sort_keys=True)
-        handle.flush()
-        os.fsync(handle.fileno())
+        if durable:
+            handle.flush()
+            os.fsync(handle.fileno())
     os.replace(tmp, path)
 
 
@@ -83,6 +145,14 @@ def _fsync_dir(path):
         fd = os.open(path, os.O_RDONLY)
     except OSError:
         return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_path(path):
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
@@ -136,83 +206,162 @@ class Progress:
             _write_json(self.path, line)
 
 
-class HashingWriter:
-    """Writes one file's bytes as they arrive and hashes them on a second thread, in order.
+class PieceHasher:
+    """Hashes one file's pieces on a thread of its own, in the order they arrived.
 
-    The receiving thread calls ``write`` (the bytes go to the file at once) and ``commit`` (every
-    half chunk); the second thread updates the checksum and, for a commit, fsyncs the file and
-    records the position, so a killed download resumes from there. A commit first waits for the
-    one before it, so the bytes on disk beyond the last recorded position stay under two half
-    chunks: the one-chunk bound on what a kill re-fetches holds. ``close`` returns the checksum
-    object once every byte written was hashed; the file is never read back.
+    The receiving thread writes each piece to the file, then hands it over with ``update`` (a
+    piece is a bytes-like object or a list of them; ``release``, when given, is called once it is
+    hashed, so its buffer can be filled again). ``close`` returns the checksum object once every
+    piece was hashed: the file is never read back. A failure of the hashing thread is raised by
+    ``close``; until then the thread keeps taking and releasing pieces, so the receiving thread
+    never waits on it forever.
     """
 
-    def __init__(self, fd, hasher, position, on_commit):
-        self.fd = fd
+    def __init__(self, hasher):
         self.hasher = hasher
-        self.position = position
-        self.on_commit = on_commit
         self.error = None
-        self._previous_commit_done = threading.Event()
-        self._previous_commit_done.set()
-        self._batch = []
-        self._batch_bytes = 0
         self._queue = queue.Queue(PIPELINE_DEPTH)
         self._thread = threading.Thread(target=self._work, name="hf_transfer-hash")
         self._thread.daemon = True
         self._thread.start()
 
-    def write(self, block):
-        view = memoryview(block)
-        while view:
-            view = view[os.write(self.fd, view):]
-        self.position += len(block)
-        self._batch.append(block)
-        self._batch_bytes += len(block)
-        if self._batch_bytes >= READ_BLOCK:
-            self._flush_batch()
-
-    def commit(self):
-        """Make every byte written so far durable and record it (done on the hashing thread)."""
-        self._flush_batch()
-        while not self._previous_commit_done.wait(1.0):
-            if not self._thread.is_alive():
-                break
-        self._previous_commit_done.clear()
-        self._queue.put(self.position)
+    def update(self, piece, release=None):
+        self._queue.put((piece, release))
 
     def close(self):
-        self._flush_batch()
         self._queue.put(None)
         self._thread.join()
         if self.error is not None:
             raise self.error  # pylint: disable=raising-bad-type
         return self.hasher
 
-    def _flush_batch(self):
-        if self._batch:
-            self._queue.put(self._batch)
-            self._batch, self._batch_bytes = [], 0
-
     def _work(self):
         while True:
             item = self._queue.get()
             if item is None:
                 return
+            piece, release = item
             try:
-                if self.error is not None:
-                    continue  # keep draining so the receiving thread never blocks
-                if isinstance(item, list):
-                    for block in item:
+                if self.error is None:
+                    for block in (piece if isinstance(piece, list) else (piece,)):
                         self.hasher.update(block)
-                else:
-                    os.fsync(self.fd)
-                    self.on_commit(item)
             except Exception as exc:  # pylint: disable=broad-except  # handed to the receiving thread
                 self.error = exc
             finally:
-                if not isinstance(item, list):
-                    self._previous_commit_done.set()
+                if release is not None:
+                    release()
+
+
+def write_all(fd, piece):
+    """Write a bytes-like object (or a list of them) to ``fd`` whole; return the byte count."""
+    count = 0
+    for block in (piece if isinstance(piece, list) else (piece,)):
+        view = memoryview(block)
+        count += len(view)
+        while view:
+            view = view[os.write(fd, view):]
+    return count
+
+
+def plain_http(url):
+    """True when ``url`` is plain HTTP and no proxy applies to its host: its body is read with
+    ``http.client`` straight into reused buffers instead of through the library's session."""
+    if http_client is None:
+        return False
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        return False
+    proxies = getproxies()
+    return not (("http" in proxies or "all" in proxies) and not proxy_bypass(parts.hostname))
+
+
+class NotPlain(Exception):
+    """A plain-HTTP request was redirected to HTTPS or through a proxy: the session carries it."""
+
+
+class PlainResponse:
+    """One GET over plain HTTP with ``http.client``, redirects followed (the credentials only to
+    the origin they were meant for, as huggingface_hub's session does). ``pieces`` reads the body
+    into ``PIECES`` buffers of ``PIECE`` bytes, each handed back by the hashing thread."""
+
+    def __init__(self, url, headers, timeout):
+        self.conn = None
+        origin = urlsplit(url)[:2]
+        headers = dict(headers)
+        for dummy in range(REDIRECTS + 1):
+            parts = urlsplit(url)
+            if parts[:2] != origin:
+                headers = dict((k, v) for k, v in headers.items() if k.lower() != "authorization")
+            self.close()
+            self.conn = http_client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
+            self.conn.request("GET", (parts.path or "/") + ("?" + parts.query if parts.query else ""), headers=headers)
+            self.resp = self.conn.getresponse()
+            self.status_code = self.resp.status
+            self.headers = self.resp.msg  # case-insensitive, like the session's
+            location = self.headers.get("Location")
+            if self.status_code in (301, 302, 303, 307, 308) and location:
+                self.resp.read()
+                url = urljoin(url, location)
+                if not plain_http(url):
+                    self.close()
+                    raise NotPlain(url)
+                continue
+            return
+        raise SnapshotError("E_DOWNLOAD", "more than %d redirects for %s; check the endpoint" % (REDIRECTS, url))
+
+    def pieces(self, room=lambda: PIECE):
+        """The body in pieces of at most ``room()`` bytes (asked before each piece: the bytes to the
+        next resume point, so pieces end on it), each read straight into a pooled buffer.
+        A piece ends when full or after PIECE_WAIT seconds, so on a slow link progress and resume
+        points still move; with a known length each read takes what the socket has (``readinto1``)."""
+        pool = queue.Queue()
+        for dummy in range(PIECES):
+            pool.put(bytearray(PIECE))
+        remaining = None if self.resp.chunked else self.resp.length
+        read = self.resp.readinto if remaining is None else self.resp.fp.readinto1
+        ended = False
+        while not ended and remaining != 0:
+            buf = pool.get()
+            most = min(room(), PIECE)
+            view = memoryview(buf)[:most if remaining is None else min(most, remaining)]
+            filled = 0
+            began = time.time()
+            while filled < len(view):
+                count = read(view[filled:])
+                if not count:
+                    ended = True
+                    break
+                filled += count
+                if time.time() - began >= PIECE_WAIT:
+                    break
+            if remaining is not None:
+                remaining -= filled
+            if filled:
+                yield view[:filled], lambda buf=buf: pool.put(buf)
+            else:
+                pool.put(buf)
+        if ended and remaining:  # the connection ended before Content-Length bytes
+            raise ConnectionError("the body ended %d bytes short" % remaining)
+
+    def close(self):
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+def session_pieces(resp, most=READ_BLOCK):
+    """The session's body blocks as they came off the socket (no re-chunking copy), in lists of
+    about READ_BLOCK (at most ``most``) bytes; decoded only when a server compressed them despite the identity request."""
+    encoded = resp.headers.get("Content-Encoding", "identity").lower() not in ("", "identity")
+    batch, size = [], 0
+    for block in (resp.iter_bytes() if encoded else resp.iter_raw()):
+        batch.append(block)
+        size += len(block)
+        if size >= min(most, READ_BLOCK):
+            yield batch, None
+            batch, size = [], 0
+    if batch:
+        yield batch, None
 
 
 class Snapshot:
@@ -243,6 +392,7 @@ class Snapshot:
         self.verified_now = []
         self._hub = None
         self._lock = threading.Lock()
+        self.boot = boot_id()
 
     # --- huggingface_hub, imported only when the Hub is needed ----------------------------------
     def hub(self):
@@ -343,10 +493,61 @@ class Snapshot:
         st = os.stat(final)
         records[hf_plan.verify_key(commit, spec, st.st_size, st.st_mtime_ns)] = spec["digest"]
 
+    def _remember(self, records, unsynced, commit, spec, final):
+        """Record a verification: under this boot's id (the bytes may still be in the page cache
+        only), or, with no boot id, in ``verified.json`` once the file is on the disk."""
+        if self.boot:
+            self._record(unsynced, commit, spec, final)
+        else:
+            _fsync_path(final)
+            self._record(records, commit, spec, final)
+
+    def _settle(self, records):
+        """Move the verifications an earlier run of this boot made into ``verified.json`` once their
+        files are on the disk (fsync: by now the kernel has written most of them back). Returns
+        the records to work with; an earlier boot's are dropped, their files are hashed again."""
+        unsynced = unsynced_records(self.state_dir)
+        path = os.path.join(self.state_dir, UNSYNCED)
+        if not unsynced:
+            if os.path.exists(path) and not self.check_mode:
+                os.unlink(path)
+            return records
+        merged = dict(records)
+        merged.update(unsynced)
+        if self.check_mode:
+            return merged
+        for key in unsynced:
+            revision, rest = key.split("|", 1)
+            relpath, size, mtime_ns = rest.rsplit("|", 2)
+            final = os.path.join(self.local_dir, relpath)
+            try:
+                st = os.stat(final)
+            except OSError:
+                continue
+            if revision and (st.st_size, st.st_mtime_ns) == (int(size), int(mtime_ns)):
+                _fsync_path(final)
+                records[key] = unsynced[key]
+        _write_json(os.path.join(self.state_dir, "verified.json"), records)
+        os.unlink(path)
+        return records
+
+    def _save_unsynced(self, unsynced):
+        if unsynced:
+            _write_json(os.path.join(self.state_dir, UNSYNCED), {"boot_id": self.boot, "records": unsynced})
+
     # --- transfer -------------------------------------------------------------------------------
     def _commit_record(self, rec_path, spec, position):
-        _write_json(rec_path, {"path": spec["path"], "digest": spec["digest"], "size": spec["size"],
-                               "committed": position})
+        """Rewrite the resume record in place with one write of the same length every time (JSON
+        padded with spaces, within one page): a kill leaves the old text or the new one whole, and
+        a commit makes no new file and no rename (a metadata change the journal would carry)."""
+        record = {"path": spec["path"], "digest": spec["digest"], "size": spec["size"]}
+        widest = len(json.dumps(dict(record, committed=spec["size"]), sort_keys=True)) + 1
+        text = json.dumps(dict(record, committed=position), sort_keys=True)
+        fd = os.open(rec_path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.pwrite(fd, text.ljust(widest).encode("utf-8"), 0)
+        finally:
+            os.close(fd)
 
     def _fetch(self, commit, spec, progress):
         """Fetch one file through a stable partial name, committing every chunk and hashing the bytes
@@ -359,7 +560,7 @@ class Snapshot:
             attempts += 1
             offset = self._partial_offset(commit, spec)
             if offset or os.path.exists(part):
-                # Bytes after the last commit may be torn after a kill: drop them, fetch them again.
+                # Bytes after the last commit are not trusted: drop them, fetch them again.
                 discarded = os.path.getsize(part) - offset if os.path.exists(part) else 0
                 with self._lock:
                     self.refetched_bytes += discarded
@@ -377,7 +578,8 @@ class Snapshot:
                     if err.code == "E_DOWNLOAD" and getattr(err, "transient", False) and attempts < TRANSIENT_RETRIES:
                         continue
                     raise
-                os.fsync(fd)
+                if self.boot is None:
+                    os.fsync(fd)  # no boot id to record the verification under: on the disk first
             finally:
                 os.close(fd)
             if got != spec["size"]:
@@ -399,28 +601,36 @@ class Snapshot:
         os.chmod(part, 0o444)
         os.replace(part, final)
         os.unlink(rec_path)
-        _fsync_dir(parent)
+        if self.boot is None:
+            _fsync_dir(parent)
         return final
 
     def _stream(self, hf, hf_utils, commit, spec, fd, hasher, offset, rec_path, progress):
         """One GET (from ``offset`` with Range when resuming) written to ``fd`` and hashed on the way;
-        returns the file's size so far and its checksum object."""
+        returns the file's size so far and its checksum object. The resume point is recorded every
+        half chunk once its bytes are written (a kill loses nothing written; no wait for the disk)."""
         url = hf.hf_hub_url(self.repo_id, spec["path"], revision=commit, endpoint=self.endpoint)
         headers = hf_utils.build_hf_headers(token=self.token or False)
         headers["Accept-Encoding"] = "identity"
         if offset:
             headers["Range"] = "bytes=%d-" % offset
-        session = hf_utils.get_session()
         with self._lock:
             self.hub_requests += 1
-
-        def on_commit(position):
-            self._commit_record(rec_path, spec, position)
-
-        writer = HashingWriter(fd, hasher, offset, on_commit)
-        since_commit = 0
+        writer = PieceHasher(hasher)
+        position = committed = offset
         try:
-            with session.stream("GET", url, headers=headers, timeout=60) as resp:
+            resp = None
+            if plain_http(url):
+                try:
+                    resp = PlainResponse(url, headers, 60)
+                    blocks, close = resp.pieces, resp.close
+                except NotPlain:
+                    resp = None  # the session starts over from the first URL and follows the redirect
+            if resp is None:
+                stream = hf_utils.get_session().stream("GET", url, headers=headers, timeout=60)
+                resp = stream.__enter__()
+                blocks, close = (lambda room: session_pieces(resp, room())), (lambda: stream.__exit__(None, None, None))
+            try:
                 status = resp.status_code
                 if status == 416 and offset == spec["size"]:
                     return offset, writer.close()
@@ -434,30 +644,31 @@ class Snapshot:
                     writer.close()
                     os.ftruncate(fd, 0)
                     os.lseek(fd, 0, os.SEEK_SET)
-                    writer = HashingWriter(fd, hf_plan.new_hasher(spec), 0, on_commit)
-                # The bytes as they came off the socket (no re-chunking copy); decoded only when a
-                # server compressed them despite the identity request.
-                encoded = resp.headers.get("Content-Encoding", "identity").lower() not in ("", "identity")
-                for block in (resp.iter_bytes() if encoded else resp.iter_raw()):
-                    writer.write(block)
-                    since_commit += len(block)
-                    progress.add(len(block), spec["path"])
-                    if since_commit >= max(1, self.chunk_size // 2):
-                        writer.commit()
-                        since_commit = 0
-                    if writer.position > spec["size"]:
+                    writer = PieceHasher(hf_plan.new_hasher(spec))
+                    position = committed = 0
+                half_chunk = max(1, self.chunk_size // 2)
+                for piece, release in blocks(lambda: half_chunk - position % half_chunk):
+                    count = write_all(fd, piece)
+                    position += count
+                    writer.update(piece, release)
+                    progress.add(count, spec["path"])
+                    if position // half_chunk > committed // half_chunk:  # reached or passed a resume point
+                        self._commit_record(rec_path, spec, position)
+                        committed = position
+                    if position > spec["size"]:
                         break
+            finally:
+                close()
         except SnapshotError:
             writer.close()
             raise
-        except Exception as exc:  # pylint: disable=broad-except  # transport errors: commit, then retry/resume
+        except Exception as exc:  # pylint: disable=broad-except  # transport errors: record, then retry/resume
             writer.close()
-            os.fsync(fd)
-            self._commit_record(rec_path, spec, writer.position)
+            self._commit_record(rec_path, spec, position)
             err = self._classify(exc)
             err.transient = True
             raise err
-        return writer.position, writer.close()
+        return position, writer.close()
 
     # --- the run --------------------------------------------------------------------------------
     def run(self):
@@ -472,7 +683,8 @@ class Snapshot:
             raise SnapshotError("E_SETTINGS", "%s at %s has no file matching %s" % (
                 self.repo_id, commit, self.allow_patterns))
         records_path = os.path.join(self.state_dir, "verified.json")
-        records = load_json(records_path, {})
+        records = self._settle(load_json(records_path, {}))
+        unsynced = {}
         todo, have = [], {}
         for spec in files:
             final = os.path.join(self.local_dir, spec["path"])
@@ -488,7 +700,7 @@ class Snapshot:
                     have[spec["path"]] = spec["size"]
                     continue
                 if self._hash_file(final, spec).hexdigest() == spec["digest"]:
-                    self._record(records, commit, spec, final)
+                    self._remember(records, unsynced, commit, spec, final)
                     self.verified_now.append(spec["path"])
                     have[spec["path"]] = spec["size"]
                     continue
@@ -528,15 +740,20 @@ class Snapshot:
             try:
                 for spec, done in zip(todo, pending):
                     final = done.result()
-                    self._record(records, commit, spec, final)
+                    self._remember(records, unsynced, commit, spec, final)
                     self.verified_now.append(spec["path"])
-                    _write_json(records_path, records)
+                    if unsynced:
+                        self._save_unsynced(unsynced)
+                    else:
+                        _write_json(records_path, records)
             except BaseException:
                 for waiting in pending:
                     waiting.cancel()  # files not started yet stay for the rerun
                 raise
         if self.verified_now:
-            _write_json(records_path, records)
+            self._save_unsynced(unsynced)
+            if not unsynced:
+                _write_json(records_path, records)
         self._clean_partials()
         result["downloaded_bytes"] = progress.done
         result.update(self._summary(True))

@@ -14,11 +14,17 @@ short_description: Fetch a pinned Hugging Face Hub snapshot into a folder, resum
 description:
   - Lists the repository at a pinned commit with the huggingface_hub API, checks the free space
     before the first byte, fetches what is missing through a stable partial name per file
-    (a killed run resumes with an HTTP Range request from the last fsynced chunk, so at most one
+    (a killed run resumes with an HTTP Range request from the last recorded chunk, so at most one
     chunk is fetched again), and verifies every LFS file's sha256 and every small file's git oid
     against the listing.
   - Verifications are recorded in I(state_dir) keyed by revision, path, size and mtime, so a later
     run of a complete snapshot reads no file bytes and, for a pinned commit, makes no Hub request.
+  - The run does not wait for the disk. A verification made in this boot is recorded with the
+    boot's id; a later run in the same boot fsyncs its files and records it for good; after a reboot
+    (a power cut may have lost bytes the disk had not written) the files are hashed again.
+  - From a plain-HTTP endpoint no proxy applies to (a peer host, a mirror) the file bytes are read
+    with Python's C(http.client) straight into reused buffers; HTTPS endpoints and proxies go
+    through huggingface_hub's HTTP session.
   - A local file whose checksum does not match is reported in C(corrupted), fetched again and
     verified.
   - "Failures are coded the recipe's way, C([CODE] host: what. What to do.): C(E_HF_TOKEN) (401 or 403),
@@ -82,7 +88,7 @@ options:
     type: bool
     default: true
   chunk_size_mib:
-    description: How often a download is fsynced and its progress committed (at most 16 MiB), the most a kill re-fetches.
+    description: How often a download records its resume point (at most 16 MiB), the most a kill re-fetches.
     type: int
     default: 16
   progress_file:

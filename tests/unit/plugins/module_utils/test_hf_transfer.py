@@ -2,7 +2,9 @@
 """The transfer's hashing: the checksum is computed while the bytes arrive, a resume hashes the
 bytes already on disk once, and a wrong byte anywhere fails with E_DOWNLOAD. The Hub's side is a
 small in-memory server speaking what huggingface_hub's session gives the transfer (status,
-headers, a raw byte iterator, Range)."""
+headers, a raw byte iterator, Range) for an HTTPS endpoint, and a real HTTP server on loopback
+for a plain-HTTP one (read with http.client). Verifications made in this boot count in this
+boot only until their files are synced."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -11,6 +13,9 @@ import hashlib
 import json
 import os
 import random
+import threading
+
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -82,10 +87,11 @@ def spec_for(path, data, kind="lfs"):
 
 def snapshot(tmp_path, hub, chunk=MIB):
     snap = hf_transfer.Snapshot(REPO, COMMIT, str(tmp_path / "model"), str(tmp_path / "state"),
-                                endpoint="http://hub.invalid", chunk_size=chunk)
+                                endpoint="https://hub.invalid", chunk_size=chunk)
     snap._hub = (hub, hub, None)
-    os.makedirs(snap.partial_dir)
-    os.makedirs(snap.local_dir)
+    for path in (snap.partial_dir, snap.local_dir):
+        if not os.path.isdir(path):
+            os.makedirs(path)
     return snap
 
 
@@ -104,36 +110,32 @@ def payload(size, seed=5):
     return random.Random(seed).getrandbits(8 * size).to_bytes(size, "little") if size else b""
 
 
-def test_writer_hashes_every_byte_it_writes_and_commits_at_chunk_boundaries(tmp_path):
+def test_the_hasher_hashes_every_piece_in_order_and_hands_each_buffer_back(tmp_path):
     data = payload(3 * MIB + 12345)
-    commits = []
-    fd = os.open(str(tmp_path / "f"), os.O_WRONLY | os.O_CREAT)
-    writer = hf_transfer.HashingWriter(fd, hashlib.sha256(), 0, commits.append)
-    next_commit = MIB
+    released = []
+    hasher = hf_transfer.PieceHasher(hashlib.sha256())
     for start in range(0, len(data), 70000):
-        writer.write(data[start:start + 70000])
-        if writer.position >= next_commit:
-            writer.commit()
-            next_commit += MIB
-    digest = writer.close().hexdigest()
-    os.close(fd)
-    assert digest == hashlib.sha256(data).hexdigest()
-    assert (tmp_path / "f").read_bytes() == data
-    assert commits == [70000 * 15, 70000 * 30, 70000 * 45]
+        piece = data[start:start + 70000]
+        if start % 140000:
+            hasher.update([piece[:1000], piece[1000:]])  # a list of blocks, as the session gives
+        else:
+            hasher.update(memoryview(piece), release=lambda start=start: released.append(start))
+    assert hasher.close().hexdigest() == hashlib.sha256(data).hexdigest()
+    assert released == list(range(0, len(data), 140000))
 
 
-def test_writer_reports_a_failure_of_its_hashing_thread(tmp_path):
+def test_the_hasher_reports_a_failure_of_its_thread_and_still_hands_buffers_back():
     class Broken:
         def update(self, block):
             raise ValueError("hasher broke")
 
-    fd = os.open(str(tmp_path / "f"), os.O_WRONLY | os.O_CREAT)
-    writer = hf_transfer.HashingWriter(fd, Broken(), 0, lambda position: None)
-    for dummy in range(40):  # more batches than the queue holds: the writer must not block
-        writer.write(b"x" * hf_transfer.READ_BLOCK)
+    released = []
+    hasher = hf_transfer.PieceHasher(Broken())
+    for dummy in range(40):  # more pieces than the queue holds: the receiving side must not block
+        hasher.update(b"x" * hf_transfer.READ_BLOCK, release=lambda: released.append(1))
     with pytest.raises(ValueError, match="hasher broke"):
-        writer.close()
-    os.close(fd)
+        hasher.close()
+    assert len(released) == 40
 
 
 @pytest.mark.parametrize("size", [0, 1, 5000])
@@ -213,3 +215,192 @@ def test_a_file_that_ends_short_asks_for_a_rerun(tmp_path):
 
 def test_new_hasher_matches_the_kinds_the_plan_gives():
     assert hf_plan.new_hasher({"kind": "lfs", "size": 3}).name == "sha256"
+
+
+class PlainHub(BaseHTTPRequestHandler):
+    """A real HTTP server on loopback: ``/resolve/`` answers 302 to ``/cdn/`` on the same server
+    under another name (another origin), which serves the bytes with Range, may cut the body
+    once at ``cut`` bytes, and records whether the token came along."""
+
+    protocol_version = "HTTP/1.1"
+    files = {}
+    seen = []
+    cut = [None]
+
+    def log_message(self, *args):
+        return
+
+    def do_GET(self):
+        self.seen.append((self.path, self.headers.get("Authorization"), self.headers.get("Range")))
+        if "/resolve/" in self.path:
+            path = self.path.split("/resolve/%s/" % COMMIT, 1)[1]
+            self.send_response(302)
+            self.send_header("Location", "http://localhost:%d/cdn/%s" % (self.server.server_port, path))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = self.files[self.path[len("/cdn/"):]]
+        start = int(self.headers["Range"][len("bytes="):-1]) if self.headers.get("Range") else 0
+        self.send_response(206 if start else 200)
+        self.send_header("Content-Length", str(len(body) - start))
+        self.end_headers()
+        cut, self.cut[0] = self.cut[0], None
+        if cut is not None:
+            self.wfile.write(body[start:cut])
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        self.wfile.write(body[start:])
+
+
+@pytest.fixture
+def plain_hub():
+    PlainHub.seen, PlainHub.cut = [], [None]
+    server = ThreadingHTTPServer(("127.0.0.1", 0), PlainHub)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever)
+    thread.daemon = True
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+class HubUtils:
+    """huggingface_hub's URL and header helpers (the session is not used for plain HTTP)."""
+
+    @staticmethod
+    def hf_hub_url(repo_id, path, revision, endpoint):
+        return "%s/%s/resolve/%s/%s" % (endpoint, repo_id, revision, path)
+
+    @staticmethod
+    def build_hf_headers(token):
+        return {"Authorization": "Bearer %s" % token} if token else {}
+
+    @staticmethod
+    def get_session():
+        raise AssertionError("a plain-HTTP endpoint is read with http.client, not the session")
+
+
+def plain_snapshot(tmp_path, server, chunk=MIB):
+    snap = hf_transfer.Snapshot(REPO, COMMIT, str(tmp_path / "model"), str(tmp_path / "state"),
+                                endpoint="http://127.0.0.1:%d" % server.server_port, chunk_size=chunk,
+                                token="secret-token")
+    snap._hub = (HubUtils, HubUtils, None)
+    os.makedirs(snap.partial_dir)
+    os.makedirs(snap.local_dir)
+    return snap
+
+
+def test_a_plain_http_endpoint_is_read_with_http_client_and_the_token_stays_with_its_origin(tmp_path, plain_hub,
+                                                                                            monkeypatch):
+    monkeypatch.delenv("http_proxy", raising=False)
+    monkeypatch.delenv("HTTP_PROXY", raising=False)
+    monkeypatch.delenv("all_proxy", raising=False)
+    monkeypatch.delenv("ALL_PROXY", raising=False)
+    data = payload(2 * hf_transfer.PIECE + 4321)  # more than one buffer, the last one partly filled
+    PlainHub.files = {"model.safetensors": data}
+    spec = spec_for("model.safetensors", data)
+    snap = plain_snapshot(tmp_path, plain_hub)
+    final = snap._fetch(COMMIT, spec, hf_transfer.Progress(None, len(data)))
+    assert open(final, "rb").read() == data
+    assert snap.local_bytes_hashed == 0
+    assert [(path.split("/")[2] if path.startswith("/cdn/") else "resolve", auth) for path, auth, dummy in PlainHub.seen] \
+        == [("resolve", "Bearer secret-token"), ("model.safetensors", None)]
+
+
+def test_a_cut_plain_http_body_is_resumed_in_the_same_run_from_the_bytes_written(tmp_path, plain_hub, monkeypatch):
+    monkeypatch.delenv("http_proxy", raising=False)
+    monkeypatch.delenv("HTTP_PROXY", raising=False)
+    data = payload(3 * MIB + 99)
+    PlainHub.files = {"model.safetensors": data}
+    PlainHub.cut = [2 * MIB + 5]
+    spec = spec_for("model.safetensors", data)
+    snap = plain_snapshot(tmp_path, plain_hub)
+    final = snap._fetch(COMMIT, spec, hf_transfer.Progress(None, len(data)))
+    assert open(final, "rb").read() == data
+    ranges = [rng for path, dummy, rng in PlainHub.seen if path.startswith("/cdn/")]
+    assert ranges == [None, "bytes=%d-" % (2 * MIB + 5)]  # every byte written before the cut was kept
+    assert snap.resumed == [{"path": "model.safetensors", "from": 2 * MIB + 5, "discarded": 0}]
+
+
+def test_a_redirect_to_https_hands_the_request_to_the_session(tmp_path, plain_hub, monkeypatch):
+    monkeypatch.delenv("http_proxy", raising=False)
+    monkeypatch.delenv("HTTP_PROXY", raising=False)
+    data = payload(MIB + 5)
+    spec = spec_for("model.safetensors", data)
+    snap = plain_snapshot(tmp_path, plain_hub)
+    hub = FakeHub({"model.safetensors": data})
+    monkeypatch.setattr(PlainHub, "do_GET", lambda self: (self.send_response(302), self.send_header(
+        "Location", "https://cdn.invalid/x"), self.send_header("Content-Length", "0"), self.end_headers()))
+    snap._hub = (HubUtils, type("Utils", (HubUtils,), {"get_session": staticmethod(lambda: hub)}), None)
+    final = snap._fetch(COMMIT, spec, hf_transfer.Progress(None, len(data)))
+    assert open(final, "rb").read() == data
+    assert [r["path"] for r in hub.requests] == ["model.safetensors"]
+
+
+def test_a_proxy_for_the_host_sends_plain_http_through_the_session(monkeypatch):
+    monkeypatch.setenv("http_proxy", "http://proxy.invalid:3128")
+    monkeypatch.setenv("no_proxy", "peer.internal")
+    assert not hf_transfer.plain_http("http://hub.internal:8080/x")
+    assert hf_transfer.plain_http("http://peer.internal:8080/x")
+    assert not hf_transfer.plain_http("https://huggingface.co/x")
+
+
+def full_run(tmp_path, files, boot):
+    snap = snapshot(tmp_path, FakeHub(files))
+    snap.boot = boot
+    entries = [{"type": "file", "path": path, "size": len(data), "oid": "0" * 40,
+                "lfs": {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 130}}
+               for path, data in files.items()]
+    snap.listing = lambda commit: entries
+    return snap, snap.run()
+
+
+def test_a_verification_counts_without_a_sync_in_its_own_boot_only(tmp_path, monkeypatch):
+    files = {"a.safetensors": payload(MIB + 3), "b.safetensors": payload(5000, seed=7)}
+    monkeypatch.setattr(hf_transfer, "boot_id", lambda: "boot-1")
+    snap, result = full_run(tmp_path, files, "boot-1")
+    assert result["verified"] and sorted(result["verified_files"]) == sorted(files)
+    state = str(tmp_path / "state")
+    assert not os.path.exists(os.path.join(state, "verified.json"))  # no wait for the disk
+    assert len(hf_transfer.unsynced_records(state)) == 2
+    assert len(hf_transfer.recorded_state(state, COMMIT)[1]) == 2
+
+    # After a reboot (a power cut may have lost bytes the disk had not written) they no longer count.
+    monkeypatch.setattr(hf_transfer, "boot_id", lambda: "boot-2")
+    assert hf_transfer.recorded_state(state, COMMIT)[1] is None
+    snap, result = full_run(tmp_path, files, "boot-2")
+    assert sorted(result["verified_files"]) == sorted(files)  # hashed again in place
+    assert snap.local_bytes_hashed == sum(len(data) for data in files.values())
+    assert result["download_files"] == []
+
+
+def test_a_later_run_in_the_same_boot_syncs_the_files_and_records_them_for_good(tmp_path, monkeypatch):
+    files = {"a.safetensors": payload(MIB + 3)}
+    monkeypatch.setattr(hf_transfer, "boot_id", lambda: "boot-1")
+    full_run(tmp_path, files, "boot-1")
+    snap, result = full_run(tmp_path, files, "boot-1")
+    assert result["verified_files"] == [] and snap.local_bytes_hashed == 0 and not result["changed"]
+    state = str(tmp_path / "state")
+    assert not os.path.exists(os.path.join(state, hf_transfer.UNSYNCED))
+    monkeypatch.setattr(hf_transfer, "boot_id", lambda: "boot-2")
+    assert len(hf_transfer.recorded_state(state, COMMIT)[1]) == 1  # survives a reboot now
+
+
+def test_plain_http_resume_points_fall_on_half_chunk_boundaries_however_the_bytes_arrive(tmp_path, plain_hub,
+                                                                                          monkeypatch):
+    monkeypatch.delenv("http_proxy", raising=False)
+    monkeypatch.delenv("HTTP_PROXY", raising=False)
+    monkeypatch.setattr(hf_transfer, "PIECE_WAIT", 0)  # every read ends a piece, of whatever size came
+    data = payload(3 * MIB + 777)
+    PlainHub.files = {"model.safetensors": data}
+    spec = spec_for("model.safetensors", data)
+    snap = plain_snapshot(tmp_path, plain_hub)
+    commits = []
+    record = snap._commit_record
+    monkeypatch.setattr(snap, "_commit_record", lambda path, spec, position: (commits.append(position),
+                                                                               record(path, spec, position)))
+    final = snap._fetch(COMMIT, spec, hf_transfer.Progress(None, len(data)))
+    assert open(final, "rb").read() == data
+    assert commits == [0, MIB // 2, MIB, 3 * MIB // 2, 2 * MIB, 5 * MIB // 2, 3 * MIB]
