@@ -65,6 +65,21 @@ def test_served_files_are_read_only(host, folder):
     assert set(modes.values()) == {"444"}, modes
 
 
+def verified_records(host, state):
+    """The verifications a run trusts (docs/weights_fetch.md): verified.json, plus those of this
+    boot in verified-unsynced.json (recorded before the disk had the bytes; they hold until a
+    reboot). Read from the box's own files and boot id."""
+    records = {}
+    if host.file(state + "/verified.json").exists:
+        records.update(json.loads(host.file(state + "/verified.json").content_string))
+    unsynced = host.file(state + "/verified-unsynced.json")
+    if unsynced.exists:
+        data = json.loads(unsynced.content_string)
+        assert data.get("boot_id") == host.file("/proc/sys/kernel/random/boot_id").content_string.strip()
+        records.update(data.get("records") or {})
+    return records
+
+
 @pytest.mark.parametrize("folder", sorted(FOLDERS))
 def test_every_file_is_recorded_as_verified_at_its_current_size_and_mtime(host, folder):
     """The record the next run trusts instead of hashing again: one per file, under the pinned
@@ -73,7 +88,7 @@ def test_every_file_is_recorded_as_verified_at_its_current_size_and_mtime(host, 
     listings = host.check_output("cd %s && ls listing-*.json", state).split()
     assert len(listings) == 1, listings
     commit = listings[0][len("listing-"):-len(".json")]
-    records = json.loads(host.file(state + "/verified.json").content_string)
+    records = verified_records(host, state)
     on_box = files(host, "%s/%s" % (DATA, folder))
     assert len(records) == len(on_box)
     for path, (size, mtime_ns, _, sha256) in on_box.items():
