@@ -629,7 +629,12 @@ class Snapshot:
             if resp is None:
                 stream = hf_utils.get_session().stream("GET", url, headers=headers, timeout=60)
                 resp = stream.__enter__()
-                blocks, close = (lambda room: session_pieces(resp, room())), (lambda: stream.__exit__(None, None, None))
+
+                def blocks(room, resp=resp):
+                    return session_pieces(resp, room())
+
+                def close(stream=stream):
+                    stream.__exit__(None, None, None)
             try:
                 status = resp.status_code
                 if status == 416 and offset == spec["size"]:

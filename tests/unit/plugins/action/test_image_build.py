@@ -88,7 +88,7 @@ def test_a_conflicting_patch_fails_the_task_naming_the_patch():
 def test_a_module_that_crashed_keeps_ansibles_own_account():
     crashed = {"failed": True, "msg": "MODULE FAILURE: No start of json char found", "module_stderr": "python3: not found",
                "rc": 127}
-    plugin, _ = action(ARGS, crashed)
+    plugin = action(ARGS, crashed)[0]
     result = plugin.run(task_vars={"inventory_hostname": "gpu-a"})
     assert result["msg"] == crashed["msg"] and result["module_stderr"] == "python3: not found"
 

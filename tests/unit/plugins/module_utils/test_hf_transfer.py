@@ -388,8 +388,8 @@ def test_a_later_run_in_the_same_boot_syncs_the_files_and_records_them_for_good(
     assert len(hf_transfer.recorded_state(state, COMMIT)[1]) == 1  # survives a reboot now
 
 
-def test_plain_http_resume_points_fall_on_half_chunk_boundaries_however_the_bytes_arrive(tmp_path, plain_hub,
-                                                                                          monkeypatch):
+def test_plain_http_resume_points_fall_on_half_chunk_boundaries_however_the_bytes_arrive(
+        tmp_path, plain_hub, monkeypatch):
     monkeypatch.delenv("http_proxy", raising=False)
     monkeypatch.delenv("HTTP_PROXY", raising=False)
     monkeypatch.setattr(hf_transfer, "PIECE_WAIT", 0)  # every read ends a piece, of whatever size came
@@ -399,8 +399,11 @@ def test_plain_http_resume_points_fall_on_half_chunk_boundaries_however_the_byte
     snap = plain_snapshot(tmp_path, plain_hub)
     commits = []
     record = snap._commit_record
-    monkeypatch.setattr(snap, "_commit_record", lambda path, spec, position: (commits.append(position),
-                                                                               record(path, spec, position)))
+
+    def commit_record(path, spec, position):
+        commits.append(position)
+        return record(path, spec, position)
+    monkeypatch.setattr(snap, "_commit_record", commit_record)
     final = snap._fetch(COMMIT, spec, hf_transfer.Progress(None, len(data)))
     assert open(final, "rb").read() == data
     assert commits == [0, MIB // 2, MIB, 3 * MIB // 2, 2 * MIB, 5 * MIB // 2, 3 * MIB]
