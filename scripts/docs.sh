@@ -27,6 +27,26 @@ PATH="$ROOT/$VENV/bin:$PATH" ANSIBLE_COLLECTIONS_PATH="$ROOT/.cache/collections"
   --no-use-html-blobs --fail-on-error --dest-dir "$out" glm53.tensorfold >"$out.log" 2>&1 ||
   { grep -v '^WARNING: Location' "$out.log" >&2; rm -f "$out.log"; exit 1; }
 rm -f "$out.log"
+# antsibull-docs takes a role's line in the index from its entry point `main`; the roles whose
+# specification is another entry point (Ansible would check `main` in a task on every host of every
+# play: tensorfold, step, fleet_report, bundle) get theirs from that entry point here.
+"$VENV/bin/python" - "$out/index.rst" <<'PY'
+import glob, os, re, sys
+import yaml
+index = sys.argv[1]
+with open(index) as handle:
+    text = handle.read()
+for spec_path in sorted(glob.glob("roles/*/meta/argument_specs.yml")):
+    role = spec_path.split(os.sep)[1]
+    with open(spec_path) as handle:
+        entries = (yaml.safe_load(handle) or {}).get("argument_specs") or {}
+    short = next((entry.get("short_description") for entry in entries.values() if entry.get("short_description")), "")
+    line = "* `%s role <%s_role.rst>`_ --\n" % (role, role)
+    if short and line in text:
+        text = text.replace(line, line[:-1] + " " + re.sub(r"([\\*_`|-])", r"\\\1", short) + "\n")
+with open(index, "w") as handle:
+    handle.write(text)
+PY
 if [ "${1:-}" = "--check" ]; then
   if ! diff -ru docs/reference "$out"; then
     echo "docs/reference/ is out of date: run scripts/docs.sh and commit the result" >&2

@@ -22,5 +22,10 @@ class ActionModule(ControllerAction):
 
     def answer(self, args, task_vars):
         facts = dict((host, published(self._templar, task_vars, host, FACTS)) for host in args["hosts"])
+        # Ansible leaves the hosts it found unreachable out of later plays' hosts: no per-host task
+        # has to mark the others.
+        reached = args["reached_end"] if args["reached_end"] is not None else task_vars.get("ansible_play_hosts", [])
+        for host in facts:
+            facts[host]["fleet_report_reached_end"] = host in reached
         generated_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         return {"report": build_report(facts, generated_at=generated_at, plan=args["plan"], slow_ratio=args["slow_ratio"])}

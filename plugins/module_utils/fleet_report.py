@@ -10,7 +10,8 @@ and of the report play:
 ``step_failure``
     set by the step guard's rescue when a host fails a step: ``{stage, task, message}``.
 ``fleet_report_reached_end``
-    set on every host still in the run when the last host play ends.
+    whether the host was still in the run at the report (the action of fleet_report_info sets it
+    from the report play's hosts).
 ``step_stopped``
     set by the step guard on hosts the run stopped taking because too many hosts failed.
 ``gateway_state``
@@ -30,7 +31,8 @@ import re
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem, severity
 from ansible_collections.glm53.tensorfold.plugins.module_utils import fleet_bench
 
-# The facts the report reads (the interface table of docs/development.md, plus the step guard's).
+# The facts the report reads (the interface table of docs/development.md, plus the step guard's);
+# fleet_report_reached_end comes from the report's action, not from the hosts.
 FACTS = (
     "gpu_host_checks_result",
     "tensorfold_image_ref",
@@ -40,7 +42,6 @@ FACTS = (
     "smoke_test_result",
     "tensorfold_settings_problems",
     "step_failure",
-    "fleet_report_reached_end",
     "step_stopped",
     "gateway_state",
     "fleet_bench_result",

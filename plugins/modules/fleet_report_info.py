@@ -17,10 +17,9 @@ description:
     C(gpu_host_checks_gpus), C(tensorfold_image_ref), C(tensorfold_image_tag),
     C(weights_fetch_model_revision), C(rank_container_result), C(smoke_test_result),
     C(gateway_state), C(fleet_bench_result)) and site.yml's C(tensorfold_settings_problems),
-    C(step_failure), C(fleet_report_reached_end) and C(step_stopped), and returns the report, one
-    line per host.
+    C(step_failure) and C(step_stopped), and returns the report, one line per host.
   - A host's status is C(live) (smoke test passed), C(failed) (with its codes, step and what to do),
-    C(unreachable) (no failure recorded and never reached the end of the run), C(stopped), C(planned)
+    C(unreachable) (no failure recorded and not in O(reached_end)), C(stopped), C(planned)
     (check mode) or C(skipped) (not smoke-tested in this run).
   - The fleet_report role renders the report as Markdown with its own template and saves both.
 author:
@@ -35,6 +34,12 @@ options:
     description: Whether the run was a plan or check-mode run (nothing changed).
     type: bool
     default: false
+  reached_end:
+    description:
+      - The hosts still in the run at the report. Default the play's hosts as this task sees them
+        (C(ansible_play_hosts)), which leave out the hosts Ansible found unreachable.
+    type: list
+    elements: str
   slow_ratio:
     description: A box slower than this share of the fleet's median speed gets C(W_SLOW) (after fleet_bench).
     type: float
@@ -69,6 +74,7 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils.controller_action
 ARGUMENT_SPEC = dict(
     hosts=dict(type="list", elements="str", required=True),
     plan=dict(type="bool", default=False),
+    reached_end=dict(type="list", elements="str"),
     slow_ratio=dict(type="float", default=0.85),
 )
 

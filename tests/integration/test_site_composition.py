@@ -209,3 +209,51 @@ def test_the_fast_path_only_in_a_full_deploy_run_that_allows_it(collection, tmp_
     fast = "--tags" in args  # --tags all is a full run
     expected = DEPLOY if fast else ["tensorfold_image:validate"] + STEPS
     assert roles(ran["gpu-a"]) == expected, output
+
+
+def _step_entries():
+    """Every glm53.tensorfold.step entry of the collection's playbooks (play roles), with its file."""
+    import yaml
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for name in sorted(os.listdir(os.path.join(root, "playbooks"))):
+        with open(os.path.join(root, "playbooks", name)) as handle:
+            for play in yaml.safe_load(handle) or []:
+                for entry in play.get("roles") or []:
+                    if isinstance(entry, dict) and entry.get("role") == "glm53.tensorfold.step":
+                        yield name, play.get("name"), entry
+
+
+def test_every_step_entry_of_the_playbooks_matches_the_step_roles_specification():
+    """The step role's entry point is `guard`, which Ansible does not check by itself in every play:
+    this checks what the playbooks pass, templated values left to the run."""
+    import yaml
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "roles", "step", "meta", "argument_specs.yml")) as handle:
+        spec = yaml.safe_load(handle)["argument_specs"]["guard"]["options"]
+    validator = ArgumentSpecValidator(spec)
+    entries = list(_step_entries())
+    assert len(entries) >= 15
+    for playbook, play, entry in entries:
+        params = dict((key, value) for key, value in entry.items()
+                      if key not in ("role", "vars", "tags", "when") and not (isinstance(value, str) and "{{" in value))
+        result = validator.validate(params)
+        assert not result.error_messages, (playbook, play, result.error_messages)
+
+
+def test_the_step_specification_catches_an_unknown_key_of_an_entry():
+    import yaml
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "roles", "step", "meta", "argument_specs.yml")) as handle:
+        spec = yaml.safe_load(handle)["argument_specs"]["guard"]["options"]
+    result = ArgumentSpecValidator(spec).validate({"step_roles": [{"role": "x", "only_when": ["image"]}]})
+    assert result.error_messages
+
+
+def test_boxes_that_disagree_on_the_plan_fail_pre_flight_and_nothing_deploys(collection, tmp_path):
+    rc, output, ran = site(collection, tmp_path, host_vars={"gpu-b": {"tensorfold_plan": True}})
+    assert rc != 0, output
+    assert "[E_SETTINGS] gpu-a: tensorfold_plan is False here but not on gpu-b" in output, output
+    for host in ("gpu-a", "gpu-b"):  # pre-flight's own entries only: no check, no deploy step, no plan
+        assert not set(roles(ran[host])) & set(STEPS + ["fleet_plan"]), output

@@ -5,6 +5,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+
 from ansible_collections.glm53.tensorfold.plugins.action.settings_check import settings_fingerprint
 
 SPEC = {"tensorfold_port": {"type": "int"}, "tensorfold_api_key": {"type": "str", "no_log": True},
@@ -27,3 +29,17 @@ def test_a_setting_that_shapes_the_deploy_changes_it():
 def test_secrets_and_the_step_options_leave_it_alone():
     assert settings_fingerprint(SPEC, dict(VALUES, tensorfold_api_key="sk-two")) == settings_fingerprint(SPEC, VALUES)
     assert settings_fingerprint(SPEC, dict(VALUES, step_name="plan")) == settings_fingerprint(SPEC, VALUES)
+
+
+def test_a_run_is_named_by_the_controller_process_and_its_start():
+    from ansible_collections.glm53.tensorfold.plugins.action import settings_check
+    this = settings_check._this_run()
+    assert this == settings_check._this_run()
+    assert this.startswith("%d-" % os.getppid()) and this.split("-", 1)[1].isdigit()
+
+
+def test_a_fingerprint_kept_by_a_fact_cache_from_another_run_is_not_this_runs(monkeypatch):
+    from ansible_collections.glm53.tensorfold.plugins.action import settings_check
+    this = settings_check._this_run()
+    monkeypatch.setattr(settings_check.os, "getppid", lambda: 1)
+    assert settings_check._this_run() != this
