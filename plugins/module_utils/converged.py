@@ -115,6 +115,25 @@ def served(rank0_log):
     return {"context": window, "streams": streams}
 
 
+def stands_for(record, served, data_dir):
+    """What a converged box stands for in the run: the facts its skipped steps would have set
+    (rank_container, smoke_test, gpu_host_checks, tensorfold_image, weights_fetch), from its deploy
+    record. The controller's readers of those facts (plugin_utils/hostvars.py) take them from here
+    for a box the fast path found converged, so the box pays no task to set them."""
+    record = record or {}
+    endpoint = record.get("endpoint")
+    return {
+        "tensorfold_image_ref": record.get("image"),
+        "tensorfold_image_tag": record.get("image_tag") or "",
+        "weights_fetch_model_revision": record.get("revision") or "",
+        "rank_container_result": {"status": "running", "endpoint": endpoint, "context": (served or {}).get("context"),
+                                  "streams": (served or {}).get("streams"), "starts": 0,
+                                  "log_dir": "%s/logs/current" % data_dir, "warnings": []},
+        "gpu_host_checks_result": record.get("checks") or {},
+        "smoke_test_result": {"status": "live", "endpoint": record.get("public_endpoint") or endpoint, "problems": []},
+    }
+
+
 def container_facts(inspect, label):
     """The few facts of ``docker inspect CONTAINER`` the comparison needs (None: no container)."""
     if not inspect:

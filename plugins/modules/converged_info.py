@@ -191,6 +191,14 @@ record:
   description: The box's deploy record (no secret in it), or null when there is none or O(data_dir) is unset.
   returned: always
   type: dict
+published:
+  description:
+    - On a converged box (with O(data_dir)), the facts its skipped deploy steps would have set, from its deploy record
+      (C(rank_container_result), C(smoke_test_result), C(gpu_host_checks_result), C(tensorfold_image_ref),
+      C(tensorfold_image_tag), C(weights_fetch_model_revision)); null otherwise. The collection's controller-side
+      readers of those facts take them from here.
+  returned: always
+  type: dict
 node_exporter:
   description: Whether the node exporter serves the data folder's series (C(converged)) and, when not, why (C(what)); null when O(node_exporter) is false.
   returned: always
@@ -275,8 +283,9 @@ def main():
         node_exporter = converged.node_exporter_state(
             converged.read_node_exporter_record(os.path.join(params["data_dir"], ".state")),
             params["data_dir"], params["health_timeout"])
+    published = converged.stands_for(record, served, params["data_dir"]) if params["data_dir"] and not differs else None
     module.exit_json(changed=False, converged=not differs, differs=differs, summary=converged.summary(differs),
-                     have=have, served=served, record=record, node_exporter=node_exporter)
+                     have=have, served=served, record=record, node_exporter=node_exporter, published=published)
 
 
 if __name__ == "__main__":

@@ -182,7 +182,8 @@ def test_the_pre_flight_image_check_runs_only_when_the_image_step_does(collectio
 
 def test_a_converged_box_skips_every_deploy_step_and_the_others_deploy(collection, tmp_path):
     live = {"status": "live", "endpoint": "http://gpu-b:8020/v1", "problems": []}
-    host_vars = {"gpu-b": {"stub_facts": {"rank_container": {"rank_container_converged": True, "smoke_test_result": live}}}}
+    stands_for = {"converged": True, "published": {"smoke_test_result": live}}
+    host_vars = {"gpu-b": {"stub_facts": {"rank_container": {"rank_container_converged_info": stands_for}}}}
     rc, output, ran = site(collection, tmp_path, host_vars=host_vars)
     assert rc == 0, output
     assert roles(ran["gpu-a"]) == DEPLOY, output
@@ -193,7 +194,7 @@ def test_a_converged_box_skips_every_deploy_step_and_the_others_deploy(collectio
 
 
 def test_a_converged_fleet_skips_the_deploy_plays_without_a_warning(collection, tmp_path):
-    converged = {"stub_facts": {"rank_container": {"rank_container_converged": True}}}
+    converged = {"stub_facts": {"rank_container": {"rank_container_converged_info": {"converged": True, "published": {}}}}}
     rc, output, ran = site(collection, tmp_path, host_vars={"gpu-a": converged, "gpu-b": converged})
     assert rc == 0, output
     for host in ("gpu-a", "gpu-b"):

@@ -279,3 +279,22 @@ def test_served_reads_the_startup_line():
             "4 streams at once, 2.31 GiB each at a 1048576-token window, of 9.4 GiB left after a 4.0 GiB reserve")
     assert converged.served("loading\n" + line + "\n") == {"context": 1048576, "streams": 4}
     assert converged.served(None) == {"context": None, "streams": None}
+
+
+def test_a_converged_box_stands_for_its_recorded_deploy():
+    record = {"endpoint": "http://127.0.0.1:8020/v1", "public_endpoint": "http://gpu1:8020/v1", "image": "glm53/tf:abc",
+              "image_tag": "abc", "revision": "r1", "checks": {"status": "warn", "problems": [{"code": "W_X"}]}}
+    facts = converged.stands_for(record, {"context": 65536, "streams": 4}, "/srv/glm53")
+    assert facts["smoke_test_result"] == {"status": "live", "endpoint": "http://gpu1:8020/v1", "problems": []}
+    assert facts["rank_container_result"]["endpoint"] == "http://127.0.0.1:8020/v1"
+    assert (facts["rank_container_result"]["context"], facts["rank_container_result"]["streams"]) == (65536, 4)
+    assert facts["rank_container_result"]["log_dir"] == "/srv/glm53/logs/current"
+    assert facts["gpu_host_checks_result"]["status"] == "warn"
+    assert (facts["tensorfold_image_ref"], facts["tensorfold_image_tag"], facts["weights_fetch_model_revision"]) == (
+        "glm53/tf:abc", "abc", "r1")
+
+
+def test_without_a_public_endpoint_the_engines_own_is_the_live_one():
+    facts = converged.stands_for({"endpoint": "http://127.0.0.1:8020/v1"}, {}, "/d")
+    assert facts["smoke_test_result"]["endpoint"] == "http://127.0.0.1:8020/v1"
+    assert facts["gpu_host_checks_result"] == {} and facts["tensorfold_image_tag"] == ""

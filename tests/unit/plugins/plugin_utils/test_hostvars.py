@@ -9,16 +9,27 @@ from ansible.errors import AnsibleUndefinedVariable
 
 from ansible_collections.glm53.tensorfold.plugins.plugin_utils.hostvars import published
 
-HOSTVARS = {"gpu1": {"gpu_host_checks_result": {"status": "pass", "problems": []}, "tensorfold_image_tag": "abc"}}
+LIVE = {"status": "live", "endpoint": "http://gpu2:8020/v1", "problems": []}
+HOSTVARS = {"gpu1": {"gpu_host_checks_result": {"status": "pass", "problems": []}, "tensorfold_image_tag": "abc"},
+            # converged: the fast path's answer stands for the facts of the steps it skipped
+            "gpu2": {"rank_container_converged_info": {"converged": True, "published": {"smoke_test_result": LIVE,
+                                                                                        "tensorfold_image_tag": "old"}},
+                     "tensorfold_image_tag": "new"},
+            # not converged: nothing stands for the steps' facts
+            "gpu3": {"rank_container_converged_info": {"converged": False, "published": None}}}
 
 
 class Resolver(object):
     """ansible-core 2.19's Templar.resolve_variable_expression over a plain hostvars dict."""
 
+    def __init__(self):
+        self.reads = []
+
     def resolve_variable_expression(self, expression, local_variables=None):
-        assert expression == "hostvars[host][name]"
+        assert expression == "hostvars[host]"
+        self.reads.append(local_variables["host"])
         try:
-            return HOSTVARS[local_variables["host"]][local_variables["name"]]
+            return HOSTVARS[local_variables["host"]]
         except KeyError:
             raise AnsibleUndefinedVariable("undefined")
 
@@ -42,3 +53,21 @@ def test_an_unknown_host_has_nothing():
 def test_before_2_19_the_task_vars_hostvars_are_read():
     assert published(OldTemplar(), {"hostvars": HOSTVARS}, "gpu1", ["tensorfold_image_tag", "x"]) == {"tensorfold_image_tag": "abc"}
     assert published(OldTemplar(), {"hostvars": HOSTVARS}, "gpu9", ["tensorfold_image_tag"]) == {}
+
+
+def test_a_converged_box_stands_for_the_facts_of_the_steps_it_skipped():
+    assert published(Resolver(), {}, "gpu2", ["smoke_test_result", "rank_container_result"]) == {"smoke_test_result": LIVE}
+
+
+def test_a_fact_a_step_of_this_run_set_wins_over_what_the_box_stands_for():
+    assert published(Resolver(), {}, "gpu2", ["tensorfold_image_tag"]) == {"tensorfold_image_tag": "new"}
+
+
+def test_a_box_that_differs_stands_for_nothing():
+    assert published(Resolver(), {}, "gpu3", ["smoke_test_result"]) == {}
+
+
+def test_a_hosts_variables_are_computed_once_for_all_the_names():
+    resolver = Resolver()
+    published(resolver, {}, "gpu2", ["smoke_test_result", "tensorfold_image_tag", "rank_container_result", "x"])
+    assert resolver.reads == ["gpu2"]
