@@ -26,7 +26,7 @@ description:
     driver, memory per GPU, compute processes, power cap, peer-to-peer, disk, host memory, ports),
     with the host's status.
   - Shows the problems in its own result - with O(fail) and an error, the task fails with every
-    problem's message (C([CODE] host: what. What to do.)); otherwise each problem is a warning
+    problem's message (each starts with its code and the host); otherwise each problem is a warning
     under the task.
   - The gpu_host_checks role registers its answer as C(gpu_host_checks_result) (C(status),
     C(problems)); the checked GPUs in rank order become the host's fact C(gpu_host_checks_gpus).
