@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+from types import SimpleNamespace
 
 import pytest
 
@@ -44,27 +45,16 @@ EXPECT = {"gpu_count": 2, "gpu_indices": [1, 0], "model_pattern": "RTX PRO 6000 
           "docker": True, "min_host_memory_gib": 16}
 
 
-class FakeTask(object):
-    action = "glm53.tensorfold.gpu_host_verdict"
-    async_val = 0
-    check_mode = False
-
-    def __init__(self, args):
-        self.args = args
-
-
-class FakeShell(object):
-    tmpdir = None
-
-
-class FakeConnection(object):
-    _shell = FakeShell()
+def plugin_for(args, templar=None):
+    """The action for a task with ``args`` (what ActionBase reads of the task and the connection)."""
+    task = SimpleNamespace(action="glm53.tensorfold.gpu_host_verdict", async_val=0, check_mode=False, args=args)
+    connection = SimpleNamespace(_shell=SimpleNamespace(tmpdir=None))
+    return ActionModule(task, connection, PlayContext(), loader=None, templar=templar, shared_loader_obj=None)
 
 
 def run(args, answer=None, task_vars=None):
     """The action's result with host_resources replaced by ``answer``, and the module runs it made."""
-    plugin = ActionModule(FakeTask(args), FakeConnection(), PlayContext(), loader=None, templar=None,
-                          shared_loader_obj=None)
+    plugin = plugin_for(args)
     calls = []
 
     def execute_module(module_name=None, module_args=None, task_vars=None, **kwargs):
@@ -138,8 +128,7 @@ def test_the_fleet_summary_counts_a_host_whose_read_failed_as_no_result():
                                                  "changed": False, "warnings": ["m"]}},
                 "b": {"gpu_host_checks_result": {"failed": True, "msg": "MODULE FAILURE"}},
                 "c": {}}
-    plugin = ActionModule(FakeTask({"fleet": ["a", "b", "c"]}), FakeConnection(), PlayContext(), loader=None,
-                          templar=Resolver(hostvars), shared_loader_obj=None)
+    plugin = plugin_for({"fleet": ["a", "b", "c"]}, templar=Resolver(hostvars))
     fleet = plugin.run(task_vars={})["fleet"]
     assert fleet["lines"][0] == "a: warnings (W_P2P)"
     assert fleet["lines"][1:] == ["%s: FAIL (no result: the host was unreachable or failed before the checks)" % h
