@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: glm53.tensorfold contributors
 # Apache License 2.0 (see LICENSE)
-"""Action of glm53.tensorfold.gpu_host_verdict: judge a host's observations, or sum up the fleet's
-verdicts, on the controller (module_utils/host_checks.py holds the rules)."""
+"""Action of glm53.tensorfold.gpu_host_verdict: read a host with host_resources and judge it, in one
+task; or judge observations given; or sum up the fleet's verdicts (module_utils/host_checks.py
+holds the rules)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -15,6 +16,8 @@ from ansible_collections.glm53.tensorfold.plugins.modules import gpu_host_verdic
 from ansible_collections.glm53.tensorfold.plugins.plugin_utils.controller_action import ControllerAction
 from ansible_collections.glm53.tensorfold.plugins.plugin_utils.hostvars import published
 
+READER = "glm53.tensorfold.host_resources"
+
 
 class ActionModule(ControllerAction):
 
@@ -25,12 +28,22 @@ class ActionModule(ControllerAction):
             verdicts = []
             for host in args["fleet"]:
                 verdict = published(self._templar, task_vars, host, ["gpu_host_checks_result"]).get("gpu_host_checks_result")
-                verdicts.append((host, verdict if isinstance(verdict, dict) else None))
+                verdicts.append((host, host_checks.judged(verdict)))
             return {"fleet": host_checks.fleet_summary(verdicts)}
-        if args["resources"] is None or args["gpu_info"] is None:
-            raise AnsibleActionFail("gpu_host_verdict: resources and gpu_info are required to judge a host")
-        expect = args["expect"]
-        observed = host_checks.observe(args["resources"], args["gpu_info"])
-        problems = host_checks.host_problems(task_vars.get("inventory_hostname", "host"), observed, expect)
-        gpus = host_checks.select(observed["gpu_info"].get("gpus") or [], expect.get("gpu_indices", [0, 1]))[0]
-        return {"status": host_checks.status(problems), "problems": problems, "gpus": gpus}
+        resources, gpu_info = args["resources"], args["gpu_info"]
+        if args["host_resources"] is not None:
+            # host_resources on the host itself (it only reads: the same answer in check mode); a
+            # remote temporary folder, when one was needed, goes with ActionBase.cleanup.
+            resources = self._execute_module(module_name=READER, module_args=args["host_resources"], task_vars=task_vars)
+            if resources.get("failed") or resources.get("unreachable"):
+                # Not judged: the step guard records this failure, the fleet summary counts no result.
+                return dict((key, value) for key, value in resources.items() if key != "changed")
+            gpu_info = resources.get("gpu_info")
+        if resources is None or gpu_info is None:
+            raise AnsibleActionFail("gpu_host_verdict: host_resources (with gpus), or resources and gpu_info, "
+                                    "are required to judge a host")
+        verdict = host_checks.verdict(task_vars.get("inventory_hostname", "host"), resources, gpu_info, args["expect"])
+        # The checked GPUs are a fact of the host; the verdict is only this run's (registered, never cached).
+        verdict["ansible_facts"] = {"gpu_host_checks_gpus": verdict["gpus"]}
+        verdict.update(host_checks.shown(verdict, args["fail"]))
+        return verdict

@@ -3,9 +3,10 @@
 # Apache License 2.0 (see LICENSE)
 """The host checks of the recipe, as one pure function over what the role observed.
 
-The gpu_host_checks role gathers facts with read-only modules (gpu_info, gpu_peer_info,
-host_resources, ``docker info``) and hands their results to the gpu_host_verdict action, which
-reads them with ``observe``. ``host_problems`` returns every problem as a
+The gpu_host_checks role reads a host with one run of the read-only host_resources module (asked
+with ``docker`` and ``gpus``: the Docker daemon, the GPUs, the driver and peer-to-peer too), in the
+same task as the gpu_host_verdict action that judges it: ``verdict`` reads the answer with
+``observe``, ``host_problems`` returns every problem as a
 record (``codes.record``), in the recipe's order: platform, tools, Docker daemon, docker group,
 NVIDIA runtime, GPU count and model, driver, memory per GPU, compute processes, power cap,
 peer-to-peer, disk, host memory, ports.
@@ -240,6 +241,32 @@ def summary_line(host, result):
     return "%s: %s%s" % (host, word, " (%s)" % ", ".join(codes) if codes else "")
 
 
+def verdict(host, resources, gpu_info, expect):
+    """One host's verdict from host_resources' answer and gpu_info's (host_resources' own
+    ``gpu_info`` when it was asked with ``gpus``): ``{status, problems, gpus}``, ``gpus`` being the
+    checked GPUs in rank order (those the host has)."""
+    observed = observe(resources, gpu_info)
+    problems = host_problems(host, observed, expect)
+    gpus = select((observed["gpu_info"] or {}).get("gpus") or [], expect.get("gpu_indices", [0, 1]))[0]
+    return {"status": status(problems), "problems": problems, "gpus": gpus}
+
+
+def shown(result, fail):
+    """How a verdict reaches the operator, in the task that judged it: with ``fail`` and an error,
+    the task fails with every problem's message (``failed``, ``msg``); otherwise each problem is a
+    warning under the task (``warnings``). Nothing when the host has no problem."""
+    messages = [problem["message"] for problem in result.get("problems") or []]
+    if fail and result.get("status") == "fail":
+        return {"failed": True, "msg": messages}
+    return {"warnings": messages} if messages else {}
+
+
+def judged(result):
+    """The verdict when ``result`` is one (it has a ``status``), else None: a host whose read failed
+    before it was judged has a registered result without one."""
+    return result if isinstance(result, dict) and result.get("status") in ("pass", "warn", "fail") else None
+
+
 def fleet_summary(results):
     """The fleet report from ``{host: gpu_host_checks_result or None}``, hosts in the given order.
 
@@ -249,6 +276,7 @@ def fleet_summary(results):
     if isinstance(results, dict):
         results = list(results.items())
     for host, result in results:
+        result = judged(result)
         lines.append(summary_line(host, result))
         state = (result or {}).get("status", "fail")
         counts[state] = counts.get(state, 0) + 1

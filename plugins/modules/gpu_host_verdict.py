@@ -10,29 +10,45 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: gpu_host_verdict
-short_description: Judge a GPU box's host checks against the recipe, or sum up the fleet's verdicts
+short_description: Read and judge a GPU box's host checks against the recipe, or sum up the fleet's verdicts
 version_added: 0.2.0
 description:
-  - Judges what the gpu_host_checks role read on a host (the results of
-    M(glm53.tensorfold.host_resources) asked with its O(glm53.tensorfold.host_resources#module:docker) option and
-    M(glm53.tensorfold.gpu_info) asked with its O(glm53.tensorfold.gpu_info#module:p2p_gpus) option) against O(expect), and returns
-    every problem with its code, in the recipe's order of checks (platform, tools, Docker daemon,
-    docker group, NVIDIA runtime, GPU count and model, driver, memory per GPU, compute processes,
-    power cap, peer-to-peer, disk, host memory, ports), with the host's status.
-  - The gpu_host_checks role publishes its answer as C(gpu_host_checks_result) (C(status),
-    C(problems)) and C(gpu_host_checks_gpus) (the checked GPUs in rank order).
+  - With O(host_resources), runs M(glm53.tensorfold.host_resources) on the host with those options
+    (asked with its O(glm53.tensorfold.host_resources#module:docker) and
+    O(glm53.tensorfold.host_resources#module:gpus) options it also reads the Docker daemon, the GPUs,
+    the driver and peer-to-peer) and judges its answer in the same task, so the host checks cost
+    one task per host. That module only reads, so check mode gives the same answer.
+  - Without it, judges what was read before - the results of M(glm53.tensorfold.host_resources) in
+    O(resources) and M(glm53.tensorfold.gpu_info) (asked with its
+    O(glm53.tensorfold.gpu_info#module:p2p_gpus) option) in O(gpu_info).
+  - Judges against O(expect) and returns every problem with its code, in the recipe's order of
+    checks (platform, tools, Docker daemon, docker group, NVIDIA runtime, GPU count and model,
+    driver, memory per GPU, compute processes, power cap, peer-to-peer, disk, host memory, ports),
+    with the host's status.
+  - Shows the problems in its own result - with O(fail) and an error, the task fails with every
+    problem's message (each starts with its code and the host); otherwise each problem is a warning
+    under the task.
+  - The gpu_host_checks role registers its answer as C(gpu_host_checks_result) (C(status),
+    C(problems)); the checked GPUs in rank order become the host's fact C(gpu_host_checks_gpus).
   - When the recipe's own container already runs on the host, the GPU memory, busy and port checks
     are left out, since its ranks are what holds them.
   - With O(fleet), judges nothing and sums up the C(gpu_host_checks_result) of the hosts named - one
-    line per host, their codes and the counts (a host without a result counts as failed).
+    line per host, their codes and the counts (a host without a verdict counts as failed).
 author:
   - glm53.tensorfold contributors (@glm53)
 options:
+  host_resources:
+    description:
+      - Options of M(glm53.tensorfold.host_resources), which this task runs on the host and judges
+        (instead of O(resources) and O(gpu_info)); give it O(glm53.tensorfold.host_resources#module:gpus)
+        so the GPUs are read too (its answer's C(gpu_info) is judged as O(gpu_info)).
+      - When that module fails (it cannot run), this task fails with its message, unjudged.
+    type: dict
   resources:
-    description: The result of M(glm53.tensorfold.host_resources). Required unless O(fleet) is given.
+    description: The result of M(glm53.tensorfold.host_resources). Required unless O(host_resources) or O(fleet) is given.
     type: dict
   gpu_info:
-    description: The result of M(glm53.tensorfold.gpu_info) (a failed one is an C(E_GPU) problem). Required unless O(fleet) is given.
+    description: The result of M(glm53.tensorfold.gpu_info) (a failed one is an C(E_GPU) problem). Required unless O(host_resources) or O(fleet) is given.
     type: dict
   expect:
     description:
@@ -41,16 +57,43 @@ options:
         C(min_host_memory_gib) (the gpu_host_checks role's settings).
     type: dict
     default: {}
+  fail:
+    description:
+      - Fail the task when the host has an error (status C(fail)), its message listing every
+        problem. When false, or with warnings only, the problems are the task's warnings.
+    type: bool
+    default: false
   fleet:
     description: Inventory hosts whose verdicts to sum up instead of judging this host.
     type: list
     elements: str
-extends_documentation_fragment:
-  - glm53.tensorfold.controller
+attributes:
+  action:
+    description: Judges on the controller; with O(host_resources) it first runs that module on the host.
+    support: full
+  check_mode:
+    description: Only reads, so check mode gives the same answer.
+    support: full
+  diff_mode:
+    description: Returns no diff (nothing changes).
+    support: none
 """
 
 EXAMPLES = r"""
-- name: Judge this host
+- name: Read and judge this host in one task, failing it when it has an error
+  glm53.tensorfold.gpu_host_verdict:
+    host_resources:
+      paths: [{name: checkpoint, path: /srv/glm53/model, need_gib: 180}]
+      ports: [8020, 29583, 29584]
+      tools: [curl, flock, docker]
+      docker: true
+      docker_container: glm53-tensorfold
+      gpus: {p2p_gpus: [0, 1]}
+    expect: {gpu_count: 2, gpu_indices: [0, 1], model_pattern: RTX PRO 6000}
+    fail: true
+  register: gpu_host_checks_result
+
+- name: Judge what was read before
   glm53.tensorfold.gpu_host_verdict:
     resources: "{{ resources }}"
     gpu_info: "{{ gpu_answer }}"
@@ -79,6 +122,19 @@ gpus:
   returned: when judging a host
   type: list
   elements: dict
+ansible_facts:
+  description: C(gpu_host_checks_gpus), the same list as RV(gpus), as a fact of the host.
+  returned: when judging a host
+  type: dict
+warnings:
+  description: Every problem's message, when the task does not fail.
+  returned: when the host has problems and does not fail
+  type: list
+  elements: str
+msg:
+  description: Every problem's message, when O(fail) fails the host; or the message of a failed O(host_resources) run.
+  returned: on failure
+  type: raw
 fleet:
   description: The summary - C(lines) (one per host), C(hosts) (each host's C(status), C(codes), C(problems)) and C(counts).
   returned: with O(fleet)
@@ -90,9 +146,11 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils.controller_action
 
 # The action plugin (plugins/action/gpu_host_verdict.py) checks its arguments against this spec.
 ARGUMENT_SPEC = dict(
+    host_resources=dict(type="dict"),
     resources=dict(type="dict"),
     gpu_info=dict(type="dict"),
     expect=dict(type="dict", default={}),
+    fail=dict(type="bool", default=False),
     fleet=dict(type="list", elements="str"),
 )
 

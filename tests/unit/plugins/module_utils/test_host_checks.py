@@ -10,8 +10,11 @@ import pytest
 from ansible_collections.glm53.tensorfold.plugins.module_utils.host_checks import (
     fleet_summary,
     host_problems,
+    judged,
     observe,
+    shown,
     status,
+    verdict,
 )
 
 RTX = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"
@@ -203,3 +206,49 @@ def test_observe_without_docker_asked_or_peer_read_judges_neither():
     assert seen["docker"]["ok"] is False and seen["docker"]["groups"] is None
     assert seen["peer"]["skipped"] is True
     assert codes(host_problems("gpu1", seen, dict(EXPECT, docker=False, p2p=False))) == []
+
+
+# One task reads and judges a host (gpu_host_verdict with host_resources): host_resources' answer
+# carries gpu_info's in its own `gpu_info` key.
+ANSWER = dict(RESOURCES, docker=dict(DOCKER, own_container_running=False),
+              gpu_info=dict(HEALTHY["gpu_info"], gpus=[gpu(1), gpu(0, used=20482), gpu(2)], peer=HEALTHY["peer"]))
+
+
+def test_verdict_judges_the_answer_and_returns_the_checked_gpus_in_rank_order():
+    answer = verdict("gpu1", ANSWER, ANSWER["gpu_info"], dict(EXPECT, gpu_indices=[1, 0]))
+    assert answer["status"] == "fail" and codes(answer["problems"]) == ["E_GPU_BUSY"]
+    assert [g["index"] for g in answer["gpus"]] == [1, 0]
+    assert answer["problems"][0]["message"].startswith("[E_GPU_BUSY] gpu1: GPU 0 uses 20482 MiB")
+
+
+def test_verdict_of_unreadable_gpus_is_e_gpu_and_no_gpus():
+    failed = {"failed": True, "msg": "nvidia-smi: NVIDIA-SMI has failed because it couldn't communicate with the driver"}
+    answer = verdict("gpu1", dict(ANSWER, gpu_info=failed), failed, EXPECT)
+    assert codes(answer["problems"]) == ["E_GPU"] and answer["gpus"] == []
+    assert "couldn't communicate with the driver" in answer["problems"][0]["message"]
+
+
+def test_shown_fails_an_erroneous_host_with_every_message_only_when_asked():
+    answer = verdict("gpu1", dict(ANSWER, memory_available_mib=1024), ANSWER["gpu_info"], EXPECT)
+    messages = [p["message"] for p in answer["problems"]]
+    assert codes(answer["problems"]) == ["E_GPU_BUSY", "W_MEMORY"]
+    assert shown(answer, fail=True) == {"failed": True, "msg": messages}
+    assert shown(answer, fail=False) == {"warnings": messages}
+
+
+def test_shown_warns_a_host_with_warnings_only_and_says_nothing_of_a_clean_one():
+    warned = verdict("gpu1", dict(ANSWER, memory_available_mib=1024), dict(ANSWER["gpu_info"], gpus=[gpu(0), gpu(1)]), EXPECT)
+    assert warned["status"] == "warn"
+    assert shown(warned, fail=True) == {"warnings": [warned["problems"][0]["message"]]}
+    clean = verdict("gpu1", ANSWER, dict(ANSWER["gpu_info"], gpus=[gpu(0), gpu(1)]), EXPECT)
+    assert clean["status"] == "pass" and shown(clean, fail=True) == {} and shown(clean, fail=False) == {}
+
+
+def test_a_registered_result_without_a_verdict_counts_as_no_result():
+    # The read itself failed (the module could not run): the task's registered result has no status.
+    crashed = {"failed": True, "msg": "MODULE FAILURE", "changed": False}
+    assert judged(crashed) is None and judged(None) is None
+    assert judged({"status": "warn", "problems": []}) == {"status": "warn", "problems": []}
+    summary = fleet_summary([("a", crashed), ("b", {"status": "pass", "problems": [], "changed": False})])
+    assert summary["lines"] == ["a: FAIL (no result: the host was unreachable or failed before the checks)", "b: pass"]
+    assert summary["hosts"]["a"]["codes"] == ["NO_RESULT"] and summary["counts"]["fail"] == 1
