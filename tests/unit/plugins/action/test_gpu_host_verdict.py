@@ -120,7 +120,8 @@ class Resolver(object):
         self.hostvars = hostvars
 
     def resolve_variable_expression(self, expression, local_variables):
-        return self.hostvars[local_variables["host"]][local_variables["name"]]
+        assert expression == "hostvars[host]"  # one read per host (plugin_utils/hostvars.py)
+        return self.hostvars[local_variables["host"]]
 
 
 def test_the_fleet_summary_counts_a_host_whose_read_failed_as_no_result():
