@@ -15,50 +15,40 @@ from ansible.errors import AnsibleError
 CONVERGED = "rank_container_converged_info"
 
 
-def _host_vars(templar, task_vars, host):
-    """One host's variables, read once: each ``hostvars[host]`` computes all of the host's
-    variables again, which for a report over a fleet is most of its time."""
-    resolve = getattr(templar, "resolve_variable_expression", None)
-    if resolve is None:  # ansible-core before 2.19: values come raw, templated on reading
-        facts = task_vars["hostvars"][host]
-        return dict((name, _Raw(templar, facts, name)) for name in facts)
-    return resolve("hostvars[host]", local_variables={"host": host})
-
-
-class _Raw(object):
-    """A value of an older ansible-core's hostvars, templated when read."""
-
-    def __init__(self, templar, facts, name):
-        self.templar, self.facts, self.name = templar, facts, name
-
-    def value(self):
-        return self.templar.template(self.facts[self.name])
-
-
-def _value(found):
-    return found.value() if isinstance(found, _Raw) else found
-
-
 def published(templar, task_vars, host, names):
     """The variables ``names`` that ``host`` has (its facts, registered results, inventory), as
     values; a name the host does not have, or an unknown host, is left out. A box the fast path
     found converged stands for the facts of the steps it skipped (converged_info's ``published``),
-    unless a step of this run set them itself."""
+    unless a step of this run set them itself.
+
+    The host's variables are computed once (``hostvars[host]``), each name templated apart: a
+    report over a fleet would otherwise compute each host's variables again for every name, and one
+    variable that does not template must not hide the others."""
+    hostvars = task_vars.get("hostvars") or {}
     try:
-        host_vars = _host_vars(templar, task_vars, host)
-    except (AnsibleError, KeyError):
+        if host not in hostvars:
+            return {}
+        host_vars = hostvars[host]
+    except (AnsibleError, KeyError, TypeError):
         return {}
+    resolve = getattr(templar, "resolve_variable_expression", None)
+
+    def read(name):
+        if resolve is None:  # ansible-core before 2.19: values come raw
+            return templar.template(host_vars[name])
+        return resolve("host_vars[name]", local_variables={"host_vars": host_vars, "name": name})
+
     found, stands_for = {}, None
     for name in names:
         try:
             if name in host_vars:
-                found[name] = _value(host_vars[name])
+                found[name] = read(name)
                 continue
         except (AnsibleError, KeyError):
             continue
         if stands_for is None:
             try:
-                stands_for = ((_value(host_vars[CONVERGED]) if CONVERGED in host_vars else None) or {}).get("published") or {}
+                stands_for = ((read(CONVERGED) if CONVERGED in host_vars else None) or {}).get("published") or {}
             except (AnsibleError, KeyError, AttributeError):
                 stands_for = {}
         if name in stands_for:

@@ -120,8 +120,8 @@ class Resolver(object):
         self.hostvars = hostvars
 
     def resolve_variable_expression(self, expression, local_variables):
-        assert expression == "hostvars[host]"  # one read per host (plugin_utils/hostvars.py)
-        return self.hostvars[local_variables["host"]]
+        assert expression == "host_vars[name]"  # the host's variables read once (plugin_utils/hostvars.py)
+        return local_variables["host_vars"][local_variables["name"]]
 
 
 def test_the_fleet_summary_counts_a_host_whose_read_failed_as_no_result():
@@ -130,7 +130,7 @@ def test_the_fleet_summary_counts_a_host_whose_read_failed_as_no_result():
                 "b": {"gpu_host_checks_result": {"failed": True, "msg": "MODULE FAILURE"}},
                 "c": {}}
     plugin = plugin_for({"fleet": ["a", "b", "c"]}, templar=Resolver(hostvars))
-    fleet = plugin.run(task_vars={})["fleet"]
+    fleet = plugin.run(task_vars={"hostvars": hostvars})["fleet"]
     assert fleet["lines"][0] == "a: warnings (W_P2P)"
     assert fleet["lines"][1:] == ["%s: FAIL (no result: the host was unreachable or failed before the checks)" % h
                                   for h in ("b", "c")]

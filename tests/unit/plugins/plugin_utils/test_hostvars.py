@@ -16,22 +16,32 @@ HOSTVARS = {"gpu1": {"gpu_host_checks_result": {"status": "pass", "problems": []
                                                                                         "tensorfold_image_tag": "old"}},
                      "tensorfold_image_tag": "new"},
             # not converged: nothing stands for the steps' facts
-            "gpu3": {"rank_container_converged_info": {"converged": False, "published": None}}}
+            "gpu3": {"rank_container_converged_info": {"converged": False, "published": None}},
+            # one variable that does not template hides no other
+            "gpu4": {"broken": "{{ undefined }}", "tensorfold_image_tag": "abc"}}
 
 
 class Resolver(object):
-    """ansible-core 2.19's Templar.resolve_variable_expression over a plain hostvars dict."""
-
-    def __init__(self):
-        self.reads = []
+    """ansible-core 2.19's Templar.resolve_variable_expression, over one host's variables."""
 
     def resolve_variable_expression(self, expression, local_variables=None):
-        assert expression == "hostvars[host]"
-        self.reads.append(local_variables["host"])
-        try:
-            return HOSTVARS[local_variables["host"]]
-        except KeyError:
+        assert expression == "host_vars[name]"
+        value = local_variables["host_vars"][local_variables["name"]]
+        if value == "{{ undefined }}":
             raise AnsibleUndefinedVariable("undefined")
+        return value
+
+
+class CountingHostVars(dict):
+    """task_vars' hostvars: each host's variables computed when asked for (counted)."""
+
+    def __init__(self, *args):
+        dict.__init__(self, *args)
+        self.reads = []
+
+    def __getitem__(self, host):
+        self.reads.append(host)
+        return dict.__getitem__(self, host)
 
 
 class OldTemplar(object):
@@ -42,12 +52,12 @@ class OldTemplar(object):
 
 
 def test_only_the_names_a_host_has_are_returned():
-    assert published(Resolver(), {}, "gpu1", ["gpu_host_checks_result", "smoke_test_result"]) == {
+    assert published(Resolver(), {"hostvars": HOSTVARS}, "gpu1", ["gpu_host_checks_result", "smoke_test_result"]) == {
         "gpu_host_checks_result": {"status": "pass", "problems": []}}
 
 
 def test_an_unknown_host_has_nothing():
-    assert published(Resolver(), {}, "gpu9", ["gpu_host_checks_result"]) == {}
+    assert published(Resolver(), {"hostvars": HOSTVARS}, "gpu9", ["gpu_host_checks_result"]) == {}
 
 
 def test_before_2_19_the_task_vars_hostvars_are_read():
@@ -56,18 +66,23 @@ def test_before_2_19_the_task_vars_hostvars_are_read():
 
 
 def test_a_converged_box_stands_for_the_facts_of_the_steps_it_skipped():
-    assert published(Resolver(), {}, "gpu2", ["smoke_test_result", "rank_container_result"]) == {"smoke_test_result": LIVE}
+    assert published(Resolver(), {"hostvars": HOSTVARS}, "gpu2", ["smoke_test_result", "rank_container_result"]) == {"smoke_test_result": LIVE}
 
 
 def test_a_fact_a_step_of_this_run_set_wins_over_what_the_box_stands_for():
-    assert published(Resolver(), {}, "gpu2", ["tensorfold_image_tag"]) == {"tensorfold_image_tag": "new"}
+    assert published(Resolver(), {"hostvars": HOSTVARS}, "gpu2", ["tensorfold_image_tag"]) == {"tensorfold_image_tag": "new"}
 
 
 def test_a_box_that_differs_stands_for_nothing():
-    assert published(Resolver(), {}, "gpu3", ["smoke_test_result"]) == {}
+    assert published(Resolver(), {"hostvars": HOSTVARS}, "gpu3", ["smoke_test_result"]) == {}
 
 
 def test_a_hosts_variables_are_computed_once_for_all_the_names():
-    resolver = Resolver()
-    published(resolver, {}, "gpu2", ["smoke_test_result", "tensorfold_image_tag", "rank_container_result", "x"])
-    assert resolver.reads == ["gpu2"]
+    hostvars = CountingHostVars(HOSTVARS)
+    published(Resolver(), {"hostvars": hostvars}, "gpu2", ["smoke_test_result", "tensorfold_image_tag", "rank_container_result", "x"])
+    assert hostvars.reads == ["gpu2"]
+
+
+def test_a_variable_that_does_not_template_hides_no_other():
+    assert published(Resolver(), {"hostvars": HOSTVARS}, "gpu4", ["broken", "tensorfold_image_tag"]) == {
+        "tensorfold_image_tag": "abc"}
