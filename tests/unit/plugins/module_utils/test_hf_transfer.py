@@ -407,3 +407,39 @@ def test_plain_http_resume_points_fall_on_half_chunk_boundaries_however_the_byte
     final = snap._fetch(COMMIT, spec, hf_transfer.Progress(None, len(data)))
     assert open(final, "rb").read() == data
     assert commits == [0, MIB // 2, MIB, 3 * MIB // 2, 2 * MIB, 5 * MIB // 2, 3 * MIB]
+
+
+def test_a_fetch_in_a_boot_with_an_id_waits_for_the_disk_nowhere(tmp_path, monkeypatch):
+    files = {"a.safetensors": payload(MIB + 3), "b.safetensors": payload(5000, seed=7)}
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(os.readlink("/proc/self/fd/%d" % fd)) or real_fsync(fd))
+    monkeypatch.setattr(hf_transfer, "boot_id", lambda: "boot-1")
+    progress = tmp_path / "progress.json"
+    snap = snapshot(tmp_path, FakeHub(files))
+    snap.progress_file = str(progress)
+    entries = [{"type": "file", "path": path, "size": len(data), "oid": "0" * 40,
+                "lfs": {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 130}}
+               for path, data in files.items()]
+    snap.listing = lambda commit: entries
+    result = snap.run()
+    assert result["verified"] and json.load(open(str(progress)))["finished"]
+    assert synced == []  # not the shards, the resume records, verified-unsynced.json nor the progress file
+    assert len(hf_transfer.unsynced_records(str(tmp_path / "state"))) == 2
+
+    # Without a boot id every verified file and verified.json are on the disk before they count.
+    monkeypatch.setattr(hf_transfer, "boot_id", lambda: None)
+    full_run(tmp_path / "no-boot-id", files, None)
+    on_disk = [os.path.basename(path) for path in synced]
+    assert sorted(name for name in on_disk if name in files) == sorted(files)
+    assert "verified.json.tmp" in on_disk
+
+
+def test_a_torn_unsynced_record_file_counts_as_no_verification(tmp_path, monkeypatch):
+    # What a power cut may leave of verified-unsynced.json, written without an fsync.
+    monkeypatch.setattr(hf_transfer, "boot_id", lambda: "boot-1")
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / hf_transfer.UNSYNCED).write_text('{"boot_id": "boot-1", "records": {"078455ffe6472f9a52fbc1')
+    assert hf_transfer.unsynced_records(str(state)) == {}
+    assert hf_transfer.load_records(str(state)) is None
