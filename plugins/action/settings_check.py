@@ -52,18 +52,6 @@ def settings_fingerprint(spec, values):
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
-def _this_run():
-    """This ansible-playbook run: the process that forked the worker, with its start time (a
-    process id alone comes back in a later run)."""
-    parent = os.getppid()
-    try:
-        with open("/proc/%d/stat" % parent) as handle:
-            started = handle.read().rsplit(")", 1)[1].split()[19]
-    except (IOError, OSError, IndexError):
-        started = ""
-    return "%d-%s" % (parent, started)
-
-
 class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
@@ -84,17 +72,12 @@ class ActionModule(ActionBase):
         host = task_vars.get("inventory_hostname", "host")
         problems = settings_spec.settings_problems(spec, values, host)
         facts = {"tensorfold_settings_problems": problems}
-        # Once per run, in its first play (site.yml's pre-flight): later plays load other roles'
-        # defaults and play vars, which must not move the fingerprint the deploy record keeps.
-        # Only for good settings: roles/tensorfold checks again in each play until it is set.
-        # A fingerprint of another run (a fact cache keeps facts between runs) is never reused: it
-        # would hide changed settings from the fast path.
-        run = _this_run()
-        fingerprint = task_vars.get("tensorfold_settings_fingerprint")
-        if not fingerprint or task_vars.get("tensorfold_settings_fingerprint_run") != run:
-            fingerprint = settings_fingerprint(spec, values)
+        # Computed afresh, never taken from task_vars: this check runs once per host and run (its role
+        # ends itself in later plays: roles/settings_check/tasks/main.yml), and a fingerprint that a
+        # fact cache kept from an earlier run would hide changed settings from the fast path.
+        fingerprint = settings_fingerprint(spec, values)
         if not problems:
-            facts.update(tensorfold_settings_fingerprint=fingerprint, tensorfold_settings_fingerprint_run=run)
+            facts["tensorfold_settings_fingerprint"] = fingerprint
         result.update(changed=False, problems=problems, fingerprint=fingerprint, ansible_facts=facts)
         if problems:
             # Failing here rather than in a task of its own saves every host one skipped task in every

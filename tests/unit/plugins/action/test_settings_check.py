@@ -5,7 +5,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
+from types import SimpleNamespace
+
+from ansible.playbook.play_context import PlayContext
 
 from ansible_collections.glm53.tensorfold.plugins.action.settings_check import settings_fingerprint
 
@@ -31,15 +33,12 @@ def test_secrets_and_the_step_options_leave_it_alone():
     assert settings_fingerprint(SPEC, dict(VALUES, step_name="plan")) == settings_fingerprint(SPEC, VALUES)
 
 
-def test_a_run_is_named_by_the_controller_process_and_its_start():
-    from ansible_collections.glm53.tensorfold.plugins.action import settings_check
-    this = settings_check._this_run()
-    assert this == settings_check._this_run()
-    assert this.startswith("%d-" % os.getppid()) and this.split("-", 1)[1].isdigit()
-
-
-def test_a_fingerprint_kept_by_a_fact_cache_from_another_run_is_not_this_runs(monkeypatch):
-    from ansible_collections.glm53.tensorfold.plugins.action import settings_check
-    this = settings_check._this_run()
-    monkeypatch.setattr(settings_check.os, "getppid", lambda: 1)
-    assert settings_check._this_run() != this
+def test_a_fingerprint_kept_by_a_fact_cache_is_not_taken_for_this_runs():
+    from ansible_collections.glm53.tensorfold.plugins.action.settings_check import ActionModule
+    task = SimpleNamespace(action="glm53.tensorfold.settings_check", async_val=0, check_mode=False, args={})
+    connection = SimpleNamespace(_shell=SimpleNamespace(tmpdir=None))
+    templar = SimpleNamespace(template=lambda value: value)
+    plugin = ActionModule(task, connection, PlayContext(), loader=None, templar=templar, shared_loader_obj=None)
+    result = plugin.run(task_vars={"inventory_hostname": "gpu-a", "tensorfold_settings_fingerprint": "0" * 64})
+    assert len(result["fingerprint"]) == 64 and result["fingerprint"] != "0" * 64
+    assert result["ansible_facts"]["tensorfold_settings_fingerprint"] == result["fingerprint"]
