@@ -237,7 +237,14 @@ tail -n +1 -F "$LOG_DIR/rank0.log" 2>/dev/null &
 TAIL_PID=$!
 trap 'kill "$TAIL_PID" 2>/dev/null' EXIT
 
-wait -n "$RANK0_PID" "$RANK1_PID"
+# Which rank ended comes from `wait -n -p` (bash 5.1 and later): by the time a later check ran,
+# the other rank may have exited too, and the message would name the wrong one.
+ended_pid=
+if (( BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 501 )); then
+  wait -n -p ended_pid "$RANK0_PID" "$RANK1_PID"
+else
+  wait -n "$RANK0_PID" "$RANK1_PID"
+fi
 first=$?
 if [ "$stopping" = 1 ]; then
   wait "$RANK0_PID" "$RANK1_PID"
@@ -245,7 +252,9 @@ if [ "$stopping" = 1 ]; then
 fi
 # One rank ended: the engine has no reconnect, so the other goes too. It normally notices the
 # closed control link and exits by itself; a stop signal after 5 s covers a hung rank.
-if kill -0 "$RANK0_PID" 2>/dev/null; then ended=1; other=$RANK0_PID; else ended=0; other=$RANK1_PID; fi
+if [ -n "$ended_pid" ]; then
+  if [ "$ended_pid" = "$RANK1_PID" ]; then ended=1; other=$RANK0_PID; else ended=0; other=$RANK1_PID; fi
+elif kill -0 "$RANK0_PID" 2>/dev/null; then ended=1; other=$RANK0_PID; else ended=0; other=$RANK1_PID; fi
 echo "runner: rank $ended exited with status $first; stopping the other rank" >>"$LOG_DIR/rank$ended.log"
 for second in $(seq 1 25); do
   kill -0 "$other" 2>/dev/null || break
