@@ -94,7 +94,9 @@ options:
     description: The run's API key; compared with the key file in O(data_dir) (empty, no key file wanted). Only with O(data_dir).
     type: str
   health_url:
-    description: The API's health URL on the box, for example C(http://127.0.0.1:8020/health); not asked when unset.
+    description:
+      - The API's health URL on the box, for example C(http://127.0.0.1:8020/health); not asked when unset.
+      - Asked directly, never through a proxy from the environment, with no redirect followed.
     type: str
   health_timeout:
     description: Seconds the health request may take.

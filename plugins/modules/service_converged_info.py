@@ -49,7 +49,9 @@ options:
     description: Anything else the fingerprint must cover (for the gateway, its servers and those held out).
     type: raw
   probe_url:
-    description: A URL on the box that answers 200 while the service runs, for example C(http://127.0.0.1:9090/-/ready).
+    description:
+      - A URL on the box that answers 200 while the service runs, for example C(http://127.0.0.1:9090/-/ready).
+      - Asked directly, never through a proxy from the environment, with no redirect followed.
     type: str
   probe_socket:
     description: A unix socket that accepts a connection while the service runs (HAProxy's runtime socket).

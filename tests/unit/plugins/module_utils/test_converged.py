@@ -8,6 +8,10 @@ __metaclass__ = type
 
 import json
 import os
+import socket
+import threading
+
+from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
@@ -179,16 +183,62 @@ def test_several_parts_come_in_a_fixed_order(repo):
 
 
 def test_health_reader_turns_failures_into_not_ok():
-    class Reply:
-        def getcode(self):
-            return 200
-
-    def refuse(url, **kwargs):
+    def refuse(url, timeout):
         raise OSError("Connection refused")
 
-    assert converged.read_health("http://x/health", 1, opener=lambda url, **kw: Reply())["ok"]
-    got = converged.read_health("http://x/health", 1, opener=refuse)
-    assert not got["ok"] and got["error"] == "OSError"
+    assert converged.read_health("http://x/health", 1, getter=lambda url, timeout: (200, b"")) == {
+        "ok": True, "status": 200, "error": ""}
+    assert converged.read_health("http://x/health", 1, getter=lambda url, timeout: (503, b"loading")) == {
+        "ok": False, "status": 503, "error": "HTTP 503"}
+    assert converged.read_health("http://x/health", 1, getter=refuse) == {"ok": False, "status": None, "error": "OSError"}
+
+
+@pytest.fixture
+def local_server():
+    """A server on loopback answering GET /ok with 200 and anything else with 503; yields its base URL."""
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            status = 200 if self.path == "/ok?x=1" else 503
+            body = ("seen %s" % self.path).encode()
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield "http://127.0.0.1:%d" % server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_http_get_asks_the_box_itself_past_a_proxy_in_the_environment(local_server, monkeypatch):
+    # A proxy that does not exist: the GET works only because it goes straight to the address.
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:%d" % closed.getsockname()[1])
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:%d" % closed.getsockname()[1])
+    closed.close()
+    assert converged.http_get(local_server + "/ok?x=1", 2) == (200, b"seen /ok?x=1")
+    assert converged.http_get(local_server + "/health", 2) == (503, b"seen /health")
+    assert converged.read_health(local_server + "/health", 2)["error"] == "HTTP 503"
+
+
+def test_http_get_of_a_closed_port_or_another_scheme_raises():
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    with pytest.raises(OSError):
+        converged.http_get("http://127.0.0.1:%d/health" % port, 2)
+    assert converged.read_health("ftp://127.0.0.1/health", 2) == {
+        "ok": False, "status": None, "error": "ValueError not an http(s) URL: ftp://127.0.0.1/health"}
 
 
 # Written by hand in the text exposition format the node exporter serves (labels sorted by name),
@@ -201,40 +251,35 @@ node_load1 0.5
 
 
 def test_node_exporter_serving_the_data_folder_series_is_converged():
-    class Reply:
-        def __init__(self, body):
-            self.body = body
-
-        def read(self):
-            return self.body
-
     url = "http://127.0.0.1:9100/metrics"
     asked = []
 
-    def serve(body):
-        def opener(u, **kwargs):
+    def serve(body, status=200):
+        def getter(u, timeout):
             asked.append(u)
-            return Reply(body)
-        return opener
+            return status, body
+        return getter
 
     record = {"url": url}
-    assert converged.node_exporter_state(record, "/srv/glm53", 1, opener=serve(NODE_METRICS)) == {
+    assert converged.node_exporter_state(record, "/srv/glm53", 1, getter=serve(NODE_METRICS)) == {
         "converged": True, "what": ""}
     assert asked == [url]
     # Another data folder (the setting moved), or no textfile series at all: not converged.
-    other = converged.node_exporter_state(record, "/data/glm53", 1, opener=serve(NODE_METRICS))
+    other = converged.node_exporter_state(record, "/data/glm53", 1, getter=serve(NODE_METRICS))
     assert not other["converged"] and "/data/glm53" in other["what"]
-    assert not converged.node_exporter_state(record, "/srv/glm53", 1, opener=serve(b"node_load1 0.5\n"))["converged"]
+    assert not converged.node_exporter_state(record, "/srv/glm53", 1, getter=serve(b"node_load1 0.5\n"))["converged"]
     # Never deployed on this box (the monitoring group is new): not converged, nothing asked.
-    assert converged.node_exporter_state(None, "/srv/glm53", 1, opener=serve(NODE_METRICS)) == {
+    assert converged.node_exporter_state(None, "/srv/glm53", 1, getter=serve(NODE_METRICS)) == {
         "converged": False, "what": "no record of the node exporter's deploy"}
     assert len(asked) == 3
 
-    def refuse(u, **kwargs):
+    def refuse(u, timeout):
         raise OSError("Connection refused")
 
-    down = converged.node_exporter_state(record, "/srv/glm53", 1, opener=refuse)
+    down = converged.node_exporter_state(record, "/srv/glm53", 1, getter=refuse)
     assert down == {"converged": False, "what": "GET %s: OSError" % url}
+    assert converged.node_exporter_state(record, "/srv/glm53", 1, getter=serve(NODE_METRICS, 500)) == {
+        "converged": False, "what": "GET %s: HTTP 500" % url}
 
 
 def write_record(state_dir, **over):
