@@ -23,8 +23,8 @@ Sizes: BENCH_WEIGHTS_MIB (default 1024, the issue's size) for weights; BENCH_PEE
 for peer. At 1 GiB Ansible's own start (0.6-0.7 s of wall time on a quiet machine) is most of what
 curl takes for the whole copy; real checkpoints are hundreds of GiB, so the peer row copies 4 GiB
 by default (three copies on disk, 12 GiB) and prints Ansible's start beside it; BENCH_PEER_MIB=1024
-gives the 1 GiB figure. The weights and peer rows print each side's median CPU seconds beside its
-wall time.
+gives the 1 GiB figure. Every row but restart prints each side's median CPU seconds beside its
+wall time: the command's own, and the whole machine's (the simulated boxes' side too).
 BENCH_PREFIX (default glm53-bench) starts the boxes' names: another one keeps a trial's boxes apart
 from a running bench's. BENCH_KEEP=1 keeps the no-op fleet after the bench and takes it again
 next time (its first converge is then a quick re-converge): 32 boxes take a quarter of an hour to
