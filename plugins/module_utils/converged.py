@@ -275,8 +275,10 @@ def http_get(url, timeout):
     parts = urlsplit(url)
     if parts.scheme == "https":
         import ssl  # pylint: disable=import-outside-toplevel  # only for an https URL
-        conn = http_client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout,
-                                           context=ssl._create_unverified_context())  # pylint: disable=protected-access
+        context = ssl.create_default_context()
+        context.check_hostname = False  # the box's own service, often a self-signed certificate
+        context.verify_mode = ssl.CERT_NONE
+        conn = http_client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout, context=context)
     elif parts.scheme == "http":
         conn = http_client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
     else:

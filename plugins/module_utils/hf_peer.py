@@ -6,6 +6,10 @@ hf_snapshot uses (tree listing, resolve with Range), so a peer copies with the v
 and checksums it uses against the Hub. Only files of a recorded listing whose verification still
 holds are served; nothing is written.
 
+It can also serve single files by name under ``/files/NAME`` (the engine image's archive, moved
+from its build host to the other hosts): ``fetch_file`` is their client, and it checks the size
+and sha256 it was given while the bytes arrive.
+
 Every request must carry the run's secret (``Authorization: Bearer SECRET``, what hf_snapshot
 sends as its token): anyone else gets 401 and not a byte. The server stops when the stop file
 appears, after ``idle_timeout`` seconds without a request or a byte sent (the run that needed it
@@ -16,6 +20,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
 import hmac
 import json
 import os
@@ -87,9 +92,23 @@ def read_secret(path):
     return secret
 
 
+def servable_files(files):
+    """NAME -> path for the single files to serve; each must exist and be a regular file."""
+    served = {}
+    for item in files or []:
+        name, path = item["name"], item["path"]
+        if not re.match(r"^[A-Za-z0-9._-]+$", name) or name.startswith("."):
+            raise ValueError("%r is not a plain file name" % name)
+        if not os.path.isfile(path):
+            raise ValueError("%s is not a file" % path)
+        served[name] = path
+    return served
+
+
 class PeerHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     repos = {}
+    files = {}
     secret = ""
     stats = {"requests": 0, "bytes": 0, "refused": 0}
     activity = [0.0]
@@ -125,6 +144,11 @@ class PeerHandler(BaseHTTPRequestHandler):
                                 "WWW-Authenticate": "Bearer"}, head)
         self.activity[0] = time.time()
         path = unquote(urlsplit(self.path).path)
+        if path.startswith("/files/"):
+            full = self.files.get(path[len("/files/"):])
+            if full is None:
+                return self._missing("EntryNotFound", head)
+            return self._file(full, "", head)
         match = re.match(r"^/api/models/([^/]+/[^/]+)/(tree|revision)/([0-9a-f]{40})", path)
         if match:
             repo = self.repos.get(match.group(1))
@@ -148,7 +172,9 @@ class PeerHandler(BaseHTTPRequestHandler):
     def _file(self, full, revision, head):
         size = os.path.getsize(full)
         start, status = 0, 200
-        headers = {"X-Repo-Commit": revision, "Accept-Ranges": "bytes", "Content-Type": "application/octet-stream"}
+        headers = {"Accept-Ranges": "bytes", "Content-Type": "application/octet-stream"}
+        if revision:
+            headers["X-Repo-Commit"] = revision
         wanted = RANGE.match(self.headers.get("Range", "").strip())
         end = size - 1
         if wanted:
@@ -185,12 +211,16 @@ class PeerHandler(BaseHTTPRequestHandler):
         return None
 
 
-def serve(repos, bind, port, stop_file, lifetime, secret, idle_timeout=0, ready=None):
-    """Serve until the stop file exists, ``idle_timeout`` passes with no request or byte sent, or
-    ``lifetime`` seconds pass; return the counters and why it stopped."""
+def serve(repos, bind, port, stop_file, lifetime, secret, idle_timeout=0, ready=None, files=None):
+    """Serve ``repos`` (verified snapshots) and ``files`` (``name`` and ``path`` each) until the stop
+    file exists, ``idle_timeout`` passes with no request or byte sent, or ``lifetime`` seconds pass;
+    return the counters and why it stopped."""
     if not secret:
         raise ValueError("no secret: the peer server never serves without one")
     PeerHandler.repos = dict((repo["repo_id"], load_verified_repo(repo)) for repo in repos)
+    PeerHandler.files = servable_files(files)
+    if not PeerHandler.repos and not PeerHandler.files:
+        raise ValueError("nothing to serve: give repos or files")
     PeerHandler.secret = secret
     PeerHandler.stats = {"requests": 0, "bytes": 0, "refused": 0}
     began = time.time()
@@ -213,3 +243,101 @@ def serve(repos, bind, port, stop_file, lifetime, secret, idle_timeout=0, ready=
         server.shutdown()
         server.server_close()
     return dict(PeerHandler.stats, seconds=round(time.time() - began, 1), stopped=why)
+
+
+# --- The client of a served file ---------------------------------------------------------------
+class FetchError(Exception):
+    """A served file could not be fetched whole and intact; ``what`` is the operator's sentence."""
+
+    def __init__(self, what):
+        super(FetchError, self).__init__(what)
+        self.what = what
+
+
+def file_matches(path, size, sha256):
+    """True when ``path`` already holds ``size`` bytes with this sha256 (the copy is already there)."""
+    try:
+        if os.path.getsize(path) != size:
+            return False
+    except OSError:
+        return False
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(hf_transfer.READ_BLOCK), b""):
+            digest.update(block)
+    return digest.hexdigest() == sha256
+
+
+def _receive(resp, part, size):
+    """Write the body to ``part``, hashing each piece on its own thread as it arrives; return the
+    byte count and the sha256. Stops reading once past ``size`` (the wrong file)."""
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    hasher = hf_transfer.PieceHasher(hashlib.sha256())
+    got = 0
+    try:
+        for piece, release in resp.pieces():
+            got += hf_transfer.write_all(fd, piece)
+            hasher.update(piece, release)
+            if got > size:
+                break
+    except BaseException:
+        try:
+            hasher.close()
+        except Exception:  # pylint: disable=broad-except  # the transfer's own error is the one to report
+            pass
+        raise
+    finally:
+        os.close(fd)
+    return got, hasher.close().hexdigest()
+
+
+def fetch_file(url, dest, size, sha256, secret, timeout=60, wait=60, attempts=3, mode=0o644,
+               clock=time.time, sleep=time.sleep):
+    """Copy the file a peer serves at ``url`` to ``dest``: the run's secret as a Bearer token, the
+    bytes hashed while they arrive, kept only when the size and sha256 match (else fetched again,
+    ``attempts`` times in all), moved into place whole. A server not up yet is waited for up to
+    ``wait`` seconds. Returns what happened; raises FetchError with the reason."""
+    if file_matches(dest, size, sha256):
+        return {"changed": False, "bytes": 0, "attempts": 0, "seconds": 0.0}
+    parent = os.path.dirname(dest) or "."
+    if not os.path.isdir(parent):
+        os.makedirs(parent, 0o755)
+    part = dest + ".part"
+    headers = {"Authorization": "Bearer %s" % secret, "Accept-Encoding": "identity"}
+    began = clock()
+    tried, last = 0, ""
+    while True:
+        try:
+            resp = hf_transfer.PlainResponse(url, headers, timeout)
+        except (OSError, hf_transfer.http_client.HTTPException) as exc:
+            if tried == 0 and clock() - began < wait:  # the server is still starting
+                sleep(0.5)
+                continue
+            raise FetchError("cannot reach %s: %s" % (url, exc))
+        except hf_transfer.SnapshotError as err:
+            raise FetchError(err.what)
+        tried += 1
+        got = None
+        try:
+            if resp.status_code == 401:
+                raise FetchError("%s refused this run's secret (HTTP 401)" % url)
+            if resp.status_code != 200:
+                raise FetchError("%s answered HTTP %d" % (url, resp.status_code))
+            try:
+                got, digest = _receive(resp, part, size)
+            except (OSError, hf_transfer.http_client.HTTPException) as exc:
+                last = "the transfer from %s broke off: %s" % (url, exc)
+        finally:
+            resp.close()
+        if got is not None:
+            if got == size and digest == sha256:
+                os.chmod(part, mode)
+                os.replace(part, dest)
+                return {"changed": True, "bytes": got, "attempts": tried, "seconds": round(clock() - began, 2)}
+            last = "%s sent %d bytes with sha256 %s; expected %d bytes with sha256 %s" % (url, got, digest, size, sha256)
+        try:
+            os.unlink(part)
+        except OSError:
+            pass
+        if tried >= attempts:
+            raise FetchError("%s (%d attempts)" % (last, tried))

@@ -10,12 +10,14 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: hf_peer_serve
-short_description: Serve verified Hub snapshots read-only to peer hosts for a while
+short_description: Serve verified Hub snapshots (and single files) read-only to peer hosts for a while
 description:
   - Serves snapshots that M(glm53.tensorfold.hf_snapshot) fetched and verified, over HTTP, with
     the part of the Hub's API that hf_snapshot uses (tree listing, resolve with Range), so peers
     copy them with I(endpoint=http://SEED:PORT) and verify every file with the same checksums.
   - Refuses to start unless every file's verification record still holds. Writes nothing.
+  - With O(files), it also serves single files under C(/files/NAME) (the engine image's archive,
+    from its build host); M(glm53.tensorfold.peer_fetch) copies one and checks its size and sha256.
   - Every request must carry the run's secret as a Bearer token in its C(Authorization) header
     (what M(glm53.tensorfold.hf_snapshot) sends as its token); any other request gets 401 and no
     byte. The secret is read from I(secret_file), a file only its owner may read, so it is in no
@@ -31,9 +33,17 @@ options:
     description:
       - The snapshots to serve, each a dict with C(repo_id), C(revision) (the pinned commit),
         C(local_dir) (its folder) and C(state_dir) (its hf_snapshot state folder); other keys are ignored.
+      - O(repos) or O(files) must name something to serve.
     type: list
     elements: dict
-    required: true
+    default: []
+  files:
+    description:
+      - Single files to serve, each a dict with C(name) (letters, digits, C(.), C(_) and C(-); the
+        URL is C(/files/NAME)) and C(path) (the file).
+    type: list
+    elements: dict
+    default: []
   bind:
     description: The address the peers reach this host at (an IP address or a name that resolves to one of its own).
     type: str
@@ -99,15 +109,19 @@ stopped:
   type: str
 """
 
+import socket
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_peer
+from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            repos=dict(type="list", elements="dict", required=True),
+            repos=dict(type="list", elements="dict", default=[]),
+            files=dict(type="list", elements="dict", default=[]),
             bind=dict(type="str", required=True),
             port=dict(type="int", required=True),
             secret_file=dict(type="path", required=True),
@@ -121,9 +135,9 @@ def main():
     try:
         secret = hf_peer.read_secret(params["secret_file"])
         stats = hf_peer.serve(params["repos"], params["bind"], params["port"], params["stop_file"], params["lifetime"],
-                              secret, idle_timeout=params["idle_timeout"])
+                              secret, idle_timeout=params["idle_timeout"], files=params["files"])
     except (IOError, OSError, ValueError, KeyError) as err:
-        module.fail_json(msg="[E_DOWNLOAD] cannot serve the verified copy to peers: %s" % err)
+        module.fail_json(msg=problem("E_DOWNLOAD", socket.gethostname(), "cannot serve to peers: %s" % err), code="E_DOWNLOAD")
     module.exit_json(changed=False, **stats)
 
 

@@ -32,6 +32,17 @@ def test_every_box_has_the_one_image_the_build_host_built(host):
     assert image(host)["Id"] == image(build_host)["Id"]
 
 
+def test_the_move_left_no_archive_secret_or_server_behind(host):
+    state = "/srv/glm53/.state/image"
+    assert host.run("ls -A %s/archive", state).stdout.strip() == ""
+    assert not host.file(state + "/move.secret").exists
+    # The build host's server stopped when the copies ended (its port, tensorfold_image_move_port).
+    probe = host.run("python3 -c 'import socket; socket.create_connection((\"%s\", 18471), 2)'", BUILD_HOST)
+    assert probe.rc != 0 and "refused" in probe.stderr.lower(), probe.stderr
+    # The controller never held the archive.
+    assert not os.path.exists(os.path.join(EPHEMERAL, "controller-cache", "images"))
+
+
 def test_only_the_build_host_has_a_build_cache(host):
     total = host.check_output("docker buildx du | tail -1")
     assert (re.search(r"Total:\s+0B", total) is None) == (host.backend.get_hostname() == BUILD_HOST), total

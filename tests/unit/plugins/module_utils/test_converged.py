@@ -9,6 +9,8 @@ __metaclass__ = type
 import json
 import os
 import socket
+import ssl
+import subprocess
 import threading
 
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -228,6 +230,34 @@ def test_http_get_asks_the_box_itself_past_a_proxy_in_the_environment(local_serv
     assert converged.http_get(local_server + "/ok?x=1", 2) == (200, b"seen /ok?x=1")
     assert converged.http_get(local_server + "/health", 2) == (503, b"seen /health")
     assert converged.read_health(local_server + "/health", 2)["error"] == "HTTP 503"
+
+
+def test_http_get_over_https_takes_the_boxs_self_signed_certificate(tmp_path):
+    cert, key = str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=not-this-host",
+                    "-keyout", key, "-out", cert], check=True, capture_output=True)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        assert converged.http_get("https://127.0.0.1:%d/health" % server.server_address[1], 5) == (200, b"ok")
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_http_get_of_a_closed_port_or_another_scheme_raises():
