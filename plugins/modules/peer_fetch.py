@@ -104,8 +104,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_peer
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
 
-TODO = ("Check that this host reaches the serving host at that address and port (a firewall between "
-        "hosts?) and has free space there, then run again.")
+TODO = ("Check that this host reaches the serving host at that address and port (a firewall between hosts, "
+        "or a name that resolves to loopback on the serving host?) and has free space, then run again.")
 
 
 def main():
