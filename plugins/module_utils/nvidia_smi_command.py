@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+from concurrent import futures
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import nvidia_smi as smi
 from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi import command_failure
@@ -29,14 +30,43 @@ def find_nvidia_smi(module, given=None):
     return found
 
 
-def run_nvidia_smi(module, binary, args):
-    """stdout of ``binary args...``; fails the module with the command, exit status and message."""
+def ask_at_once(module, binary, arg_lists):
+    """Run independent nvidia-smi reads side by side: each can take a second or more on a host
+    without persistence mode (the driver starts up for every call). Returns ``{tuple(args): (rc,
+    out, err)}`` for the calls that ran; one that raised is left out, so asking it again in the
+    module's own thread raises there (or fails the module the usual way)."""
+    def one(args):
+        return module.run_command([binary] + list(args), environ_update={"LC_ALL": "C"})
+
+    answers = {}
+    with futures.ThreadPoolExecutor(max_workers=max(1, len(arg_lists))) as pool:
+        running = [(tuple(args), pool.submit(one, args)) for args in arg_lists]
+        for key, future in running:
+            try:
+                answers[key] = future.result()
+            except Exception:  # pylint: disable=broad-except  # asked again below, where it fails properly
+                pass
+    return answers
+
+
+def _answer(module, argv, answers):
+    known = (answers or {}).get(tuple(argv[1:]))
+    return known if known is not None else module.run_command(argv, environ_update={"LC_ALL": "C"})
+
+
+def run_nvidia_smi(module, binary, args, answers=None):
+    """stdout of ``binary args...`` (from ``answers`` when asked already); fails the module with the
+    command, exit status and message."""
     argv = [binary] + list(args)
-    rc, out, err = module.run_command(argv, environ_update={"LC_ALL": "C"})
+    rc, out, err = _answer(module, argv, answers)
     if rc != 0:
         module.fail_json(msg=command_failure(["nvidia-smi"] + list(args), rc, out, err),
                          rc=rc, stdout=out, stderr=err, cmd=argv)
     return out
+
+
+# Peer-to-peer read and write status between every pair of GPUs.
+P2P_QUERIES = (["topo", "-p2p", "r"], ["topo", "-p2p", "w"])
 
 
 class P2PUnreadable(Exception):
@@ -47,22 +77,22 @@ class P2PUnreadable(Exception):
         self.details = details
 
 
-def read_p2p(module, binary, gpus):
+def read_p2p(module, binary, gpus, answers=None):
     """Peer-to-peer between ``gpus`` (every GPU when empty), read and write:
     ``{read, write, peer_ok, warning}``. Raises P2PUnreadable with the reason instead of failing, so
     a caller that only warns about peer-to-peer (gpu_info's ``p2p_gpus``) goes on."""
 
     def ask(args):
         argv = [binary] + list(args)
-        rc, out, err = module.run_command(argv, environ_update={"LC_ALL": "C"})
+        rc, out, err = _answer(module, argv, answers)
         if rc != 0:
             raise P2PUnreadable(command_failure(["nvidia-smi"] + list(args), rc, out, err),
                                 rc=rc, stdout=out, stderr=err, cmd=argv)
         return out
 
     try:
-        present, read_matrix = smi.parse_p2p_table(ask(["topo", "-p2p", "r"]))
-        write_text = ask(["topo", "-p2p", "w"])
+        present, read_matrix = smi.parse_p2p_table(ask(P2P_QUERIES[0]))
+        write_text = ask(P2P_QUERIES[1])
         write_matrix = smi.parse_p2p_matrix(write_text)
     except smi.NvidiaSmiParseError as err:
         raise P2PUnreadable("could not read nvidia-smi's peer-to-peer matrix: %s" % err)
@@ -86,11 +116,12 @@ def read_gpu_info(module, nvidia_smi=None, gpus=None, p2p_gpus=None):
     ``peer``): every GPU, its memory and compute processes, the driver and CUDA versions. A missing
     nvidia-smi, a failed call or a GPU index the host lacks fails ``module`` (``module.fail_json``)."""
     binary = find_nvidia_smi(module, nvidia_smi)
+    gpu_query = ["--query-gpu=" + ",".join(smi.GPU_QUERY_FIELDS), "--format=csv,noheader,nounits"]
+    app_query = ["--query-compute-apps=" + ",".join(smi.APP_QUERY_FIELDS), "--format=csv,noheader,nounits"]
+    answers = ask_at_once(module, binary, [gpu_query, app_query, ["--version"]] + (list(P2P_QUERIES) if p2p_gpus else []))
     try:
-        found = smi.parse_gpus(run_nvidia_smi(module, binary, [
-            "--query-gpu=" + ",".join(smi.GPU_QUERY_FIELDS), "--format=csv,noheader,nounits"]))
-        apps = smi.parse_compute_apps(run_nvidia_smi(module, binary, [
-            "--query-compute-apps=" + ",".join(smi.APP_QUERY_FIELDS), "--format=csv,noheader,nounits"]))
+        found = smi.parse_gpus(run_nvidia_smi(module, binary, gpu_query, answers))
+        apps = smi.parse_compute_apps(run_nvidia_smi(module, binary, app_query, answers))
     except smi.NvidiaSmiParseError as err:
         module.fail_json(msg="could not read nvidia-smi's answer: %s" % err)
     smi.attach_processes(found, apps)
@@ -103,25 +134,25 @@ def read_gpu_info(module, nvidia_smi=None, gpus=None, p2p_gpus=None):
         have = ", ".join("%d (%s)" % (g["index"], g["name"]) for g in found) or "none"
         module.fail_json(msg="GPU index %s not found: this host has %d GPU(s): %s." % (
             ", ".join(str(i) for i in err.args[0]), len(found), have), gpus=found)
-    version_text = run_nvidia_smi(module, binary, ["--version"])
+    version_text = run_nvidia_smi(module, binary, ["--version"], answers)
     cuda = smi.parse_cuda_version(version_text)
     if cuda is None:  # older drivers: --version has no CUDA line; the banner has
         cuda = smi.parse_cuda_version(run_nvidia_smi(module, binary, []))
     driver = driver or smi.parse_driver_version(version_text)
     result = dict(gpus=selected, driver_version=driver, cuda_version=cuda)
     if p2p_gpus:
-        result["peer"] = peer_between(module, binary, p2p_gpus, [g["index"] for g in found])
+        result["peer"] = peer_between(module, binary, p2p_gpus, [g["index"] for g in found], answers)
     return result
 
 
-def peer_between(module, binary, wanted, present):
+def peer_between(module, binary, wanted, present, answers=None):
     """Peer-to-peer between the wanted GPUs when it can be asked; skipped or failed says why not."""
     missing = [index for index in wanted if index not in present]
     if len(set(wanted)) < 2 or missing:
         return {"skipped": True, "msg": "GPU(s) %s not on this host" % missing if missing
                 else "peer-to-peer needs two GPUs"}
     try:
-        peer = read_p2p(module, binary, wanted)
+        peer = read_p2p(module, binary, wanted, answers)
     except P2PUnreadable as err:
         return {"failed": True, "msg": str(err)}
     if peer["warning"]:

@@ -7,11 +7,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import threading
 
 import pytest
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi_command import (
-    P2PUnreadable, find_nvidia_smi, read_p2p, run_nvidia_smi)
+    P2PUnreadable, find_nvidia_smi, read_gpu_info, read_p2p, run_nvidia_smi)
 
 RECORDED = os.path.join(os.path.dirname(__file__), "fixtures", "nvidia-smi", "h200-1gpu")
 
@@ -98,3 +99,51 @@ def test_a_failing_peer_to_peer_query_carries_its_details():
         read_p2p(module, "nvidia-smi", [0, 1])
     assert "exit 9: the NVIDIA driver is not loaded" in str(raised.value)
     assert raised.value.details["rc"] == 9 and raised.value.details["cmd"] == ["nvidia-smi", "topo", "-p2p", "r"]
+
+
+def gpu_reads():
+    """Recorded answers of a real one-GPU host for every read gpu_info makes (no compute process)."""
+    args, rc, out, err = recording("gpu_info_query_nh")
+    apps = ["--query-compute-apps=gpu_uuid,pid,process_name,used_memory", "--format=csv,noheader,nounits"]
+    return [(args, rc, out, err), (apps, 0, "", ""), recording("version"), recording("topo_p2p_r"), recording("topo_p2p_w")]
+
+
+class SideBySide(FakeModule):
+    """Answers a call only once every expected call is running at the same time."""
+
+    def __init__(self, answers, parties):
+        super(SideBySide, self).__init__(on_path="/usr/bin/nvidia-smi", answers=answers)
+        self.barrier = threading.Barrier(parties, timeout=5)
+
+    def run_command(self, argv, environ_update=None):
+        self.ran.append((argv, environ_update))
+        self.barrier.wait()  # BrokenBarrierError when the calls come one after another
+        return self.answers[tuple(argv[1:])]
+
+
+def test_the_reads_run_side_by_side_and_give_the_same_answer():
+    # On a host without persistence mode each nvidia-smi call starts the driver (a second or more).
+    module = SideBySide(gpu_reads(), parties=5)
+    info = read_gpu_info(module, gpus=[0], p2p_gpus=[0, 1])
+    assert len(module.ran) == 5 and all(env == {"LC_ALL": "C"} for dummy, env in module.ran)
+    assert [g["name"] for g in info["gpus"]] == ["NVIDIA H200"] and info["gpus"][0]["memory_total_mib"] == 143771
+    assert info["driver_version"] == "580.159.04" and info["cuda_version"] == "13.0"
+    assert info["peer"]["skipped"] and "not on this host" in info["peer"]["msg"]
+
+
+class FlakyOnce(FakeModule):
+    """The first ``--version`` call raises (as a read in another thread might); the next answers."""
+
+    def run_command(self, argv, environ_update=None):
+        self.ran.append((argv, environ_update))
+        if argv[1:] == ["--version"] and sum(1 for a, e in self.ran if a[1:] == ["--version"]) == 1:
+            raise OSError("interrupted")
+        return self.answers[tuple(argv[1:])]
+
+
+def test_a_read_that_raised_beside_the_others_is_asked_again_in_the_modules_thread():
+    module = FlakyOnce(on_path="/usr/bin/nvidia-smi", answers=gpu_reads())
+    info = read_gpu_info(module, gpus=[0])
+    assert info["cuda_version"] == "13.0"
+    assert [a[1:] for a, e in module.ran].count(["--version"]) == 2
+    assert not any(a[1] == "topo" for a, e in module.ran)  # peer-to-peer only when asked for
