@@ -37,11 +37,13 @@ def _role_specs():
 
 
 def settings_fingerprint(spec, values):
-    """One hash of what this host's run wants: every setting it defines (no_log ones and the step
-    guard's own options left out: the API key is compared on the box, a token shapes nothing) and
-    the collection files that shape the image. Equal fingerprints, equal deploys."""
+    """One hash of what this host's run wants: every setting it defines (no_log ones, the step
+    guard's own options and the settings that only shape how a run goes left out: the API key is
+    compared on the box, a token shapes nothing) and the collection files that shape the image.
+    Equal fingerprints, equal deploys."""
     data = {"settings": dict((name, value) for name, value in values.items()
-                             if not spec[name].get("no_log") and not name.startswith("step_")),
+                             if not spec[name].get("no_log") and not name.startswith("step_")
+                             and name not in settings_spec.RUN_ONLY),
             "files": {}}
     for name in SHAPING_FILES:
         try:

@@ -23,6 +23,19 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils.settings import c
 _SPEC_KEYS = ("type", "choices", "elements", "options", "no_log")
 
 
+# Settings that shape how a run goes, never what a box serves: left out of the settings
+# fingerprint, so a converged box stays converged when a run is rolled out in other batches,
+# reports elsewhere or waits longer. Anything not named here counts (a missed change costs a deploy
+# that was not needed; a setting wrongly named here would hide a change).
+RUN_ONLY = frozenset((
+    "tensorfold_serial", "tensorfold_max_fail_percentage", "tensorfold_restart_serial",
+    "tensorfold_restart_max_fail_percentage", "tensorfold_fast_path", "tensorfold_plan", "tensorfold_wait_timeout",
+    "fleet_report_dir", "fleet_report_hosts", "fleet_report_keep_history", "fleet_report_slow_ratio",
+    "gpu_host_checks_report_dir", "tensorfold_image_show_series", "tensorfold_image_archive_timeout",
+    "weights_fetch_progress_interval", "weights_fetch_idle_timeout", "weights_fetch_timeout",
+    "smoke_test_timeout",
+))
+
 # The entry points whose options are settings: a role's ``main``, and roles/tensorfold's
 # ``settings`` (named so that Ansible does not check its 100+ settings again in every play).
 ENTRY_POINTS = ("main", "settings")

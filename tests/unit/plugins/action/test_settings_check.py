@@ -33,6 +33,20 @@ def test_secrets_and_the_step_options_leave_it_alone():
     assert settings_fingerprint(SPEC, dict(VALUES, step_name="plan")) == settings_fingerprint(SPEC, VALUES)
 
 
+def test_how_a_run_is_rolled_out_or_reported_leaves_it_alone():
+    spec = dict(SPEC, tensorfold_serial={"type": "raw"}, fleet_report_dir={"type": "path"}, tensorfold_context={"type": "int"})
+    values = dict(VALUES, tensorfold_context=131072)
+    for name, value in (("tensorfold_serial", 1), ("tensorfold_serial", "25%"), ("fleet_report_dir", "/tmp/reports")):
+        assert settings_fingerprint(spec, dict(values, **{name: value})) == settings_fingerprint(spec, values)
+    assert settings_fingerprint(spec, dict(values, tensorfold_context=65536)) != settings_fingerprint(spec, values)
+
+
+def test_every_run_only_setting_is_a_setting_of_the_collection():
+    from ansible_collections.glm53.tensorfold.plugins.action.settings_check import _role_specs
+    from ansible_collections.glm53.tensorfold.plugins.module_utils import settings_spec
+    assert sorted(settings_spec.RUN_ONLY - set(settings_spec.merge_specs(_role_specs()))) == []
+
+
 def test_a_fingerprint_kept_by_a_fact_cache_is_not_taken_for_this_runs():
     from ansible_collections.glm53.tensorfold.plugins.action.settings_check import ActionModule
     task = SimpleNamespace(action="glm53.tensorfold.settings_check", async_val=0, check_mode=False, args={})
