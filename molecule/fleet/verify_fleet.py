@@ -3,9 +3,11 @@
 
 1. The fleet report: fleet-gpu-a and fleet-gpu-b LIVE, fleet-gpu-c failed with E_GPU_BUSY.
 2. The fast path on the converged fleet: a full ``site.yml`` with one setting changed on
-   fleet-gpu-b only (an extra inventory source): fleet-gpu-a takes the fast path (changed=0, no
-   deploy step ran there, LIVE in the report), fleet-gpu-b goes the normal way and only its
-   container is started again (no image build, no download), and its new deploy record holds.
+   fleet-gpu-b only (an extra inventory source), its image untagged and a weights file damaged:
+   fleet-gpu-a takes the fast path (changed=0, LIVE in the report) and only lends what b lacks
+   (the image and weights steps, nothing else ran there); fleet-gpu-b goes the normal way: the
+   image copied from a (nothing built), the damaged file copied from a (nothing from the Hub) and
+   only its container started again; its new deploy record holds.
 3. ``site.yml --tags restart`` on the two serving hosts (JSON callback): one host per batch, a
    then b; only rank_container and smoke_test ran (no image build, no download, no
    re-verification, no host checks); each host's container started exactly once and its
@@ -27,6 +29,7 @@ SITE = os.path.join(PROJECT, "playbooks", "site.yml")
 REPORTS = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "reports")
 REPORT = os.path.join(REPORTS, "fleet-report.json")
 CONTAINER = "glm53-zig"
+MODEL = "/srv/glm53/model"
 NOT_ON_RESTART = ("gpu_host_checks", "nvidia_toolkit", "tensorfold_image", "weights_fetch")
 
 
@@ -84,9 +87,21 @@ check(rows["fleet-gpu-c"]["status"] == "failed" and "E_GPU_BUSY" in rows["fleet-
 check(rows["fleet-gpu-c"]["todo"] != "", "the failed host's line says what to do")
 check(report["summary"]["live"] == 2 and report["summary"]["failed"] == 1, "summary: 2 LIVE, 1 failed")
 
-# 2. The fast path: one setting changed on one box of the converged fleet.
-DEPLOY_ROLES = ("gpu_host_checks", "nvidia_toolkit", "tensorfold_image", "weights_fetch", "smoke_test")
+# 2. The fast path: one box of the converged fleet with a setting changed, its image gone and a
+# weights file damaged; the other box lends it the image and the weights.
+DEPLOY_ROLES = ("gpu_host_checks", "nvidia_toolkit", "smoke_test")
+LENDING_ROLES = ("tensorfold_image", "weights_fetch")
 before = {h: started_at(h) for h in SERVING}
+image_ref = box("fleet-gpu-b", "docker", "inspect", "-f", "{{.Config.Image}}", CONTAINER)[1]
+image_id = {h: box(h, "docker", "image", "inspect", "-f", "{{.Id}}", image_ref)[1] for h in SERVING}
+check(image_ref and image_id["fleet-gpu-a"] == image_id["fleet-gpu-b"] != "", "both boxes hold %s: %s" % (image_ref, image_id))
+box("fleet-gpu-b", "docker", "rmi", "-f", image_ref)  # untagged; the running container keeps its layers
+weights_file = box("fleet-gpu-b", "sh", "-c", "ls -S %s/*.safetensors | head -1" % MODEL)[1]
+digest = {h: box(h, "sha256sum", weights_file)[1].split()[:1] for h in SERVING}
+box("fleet-gpu-b", "python3", "-c", "import sys; f = open(sys.argv[1], 'r+b'); b = f.read(1); f.seek(0); "
+    "f.write(bytes([b[0] ^ 255]))", weights_file)  # same size, other bytes, a new mtime
+check(weights_file and digest["fleet-gpu-a"] == digest["fleet-gpu-b"] != box("fleet-gpu-b", "sha256sum", weights_file)[1].split()[:1],
+      "fleet-gpu-b's %s damaged" % weights_file)
 override = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "fast-path-override.yml")
 with open(override, "w") as handle:
     json.dump({"all": {"hosts": {"fleet-gpu-b": {"tensorfold_max_tokens": 16384}}}}, handle)
@@ -94,22 +109,39 @@ rc, doc, took = site(inventories=[override])
 print("one box changed, full run: %.1f s" % took)
 check(rc == 0, "the full run with fleet-gpu-b's setting changed exits 0 (rc %s)" % rc)
 stats = doc.get("stats", {})
-check(stats.get("fleet-gpu-a", {}).get("changed") == 0, "fleet-gpu-a changed nothing: %s" % stats.get("fleet-gpu-a"))
+tasks = [t for p in doc["plays"] for t in p["tasks"]]
+check(stats.get("fleet-gpu-a", {}).get("changed") == 0, "fleet-gpu-a changed nothing: %s %s" % (
+    stats.get("fleet-gpu-a"), [t["task"]["name"] for t in tasks if t["hosts"].get("fleet-gpu-a", {}).get("changed")]))
 check(stats.get("fleet-gpu-b", {}).get("changed", 0) > 0, "fleet-gpu-b changed: %s" % stats.get("fleet-gpu-b"))
 print("fleet-gpu-a, tasks on the fast path (ok and skipped, as PLAY RECAP counts them): %d" % sum(
     stats.get("fleet-gpu-a", {}).get(k, 0) for k in ("ok", "skipped", "failures")))
-tasks = [t for p in doc["plays"] for t in p["tasks"]]
 # Pre-flight checks the image settings of every box (controller only); the deploy steps come after it.
 step_tasks = [t for p in doc["plays"] if not p["play"]["name"].startswith("Pre-flight") for t in p["tasks"]]
 for role in DEPLOY_ROLES:
     on = sorted({h for t in step_tasks if (".%s : " % role) in "." + t["task"]["name"] for h in ran(t)})
     check(on == ["fleet-gpu-b"], "%s ran on fleet-gpu-b only: %s" % (role, on))
-builds = sorted({h for t in tasks if "tensorfold_image" in t["task"]["name"] and "Build" in t["task"]["name"]
-                 for h, r in t["hosts"].items() if r.get("changed")})
-check(builds == [], "no image was built: %s" % builds)
-downloads = sorted({h for t in tasks if ".weights_fetch : " in "." + t["task"]["name"]
-                    for h, r in t["hosts"].items() if r.get("changed")})
-check(downloads == [], "no weights changed: %s" % downloads)
+for role in LENDING_ROLES:
+    on = sorted({h for t in step_tasks if (".%s : " % role) in "." + t["task"]["name"] for h in ran(t)})
+    check(on == SERVING, "%s ran on fleet-gpu-b and its lender fleet-gpu-a: %s" % (role, on))
+
+
+def changed_by(role, words=""):
+    return sorted({h for t in tasks if (".%s : " % role) in "." + t["task"]["name"] and words in t["task"]["name"]
+                   for h, r in t["hosts"].items() if r.get("changed")})
+
+
+check(changed_by("tensorfold_image", "Build") == [], "no image was built: %s" % changed_by("tensorfold_image", "Build"))
+check(changed_by("tensorfold_image", "Copy the saved image") == ["fleet-gpu-b"],
+      "fleet-gpu-b copied the image from fleet-gpu-a: %s" % changed_by("tensorfold_image", "Copy the saved image"))
+got = box("fleet-gpu-b", "docker", "image", "inspect", "-f", "{{.Id}}", image_ref)[1]
+check(got == image_id["fleet-gpu-a"], "fleet-gpu-b holds fleet-gpu-a's image again: %s" % got)
+check(changed_by("weights_fetch") == ["fleet-gpu-b"], "only fleet-gpu-b's weights changed: %s" % changed_by("weights_fetch"))
+hub = sorted({h for t in tasks if "Fetch every repository from the Hub" in t["task"]["name"] for h in ran(t)})
+copied = sorted({h for t in tasks if "Copy every repository from the seed" in t["task"]["name"] for h in ran(t)})
+check(hub == ["fleet-gpu-a"] and copied == ["fleet-gpu-b"], "fleet-gpu-b copied its weights from fleet-gpu-a, "
+      "only the lender asked the Hub: Hub %s, copied %s" % (hub, copied))
+got = box("fleet-gpu-b", "sha256sum", weights_file)[1].split()[:1]
+check(got == digest["fleet-gpu-a"], "fleet-gpu-b's damaged file is whole again: %s" % got)
 engine = {h: r.get("changed") for t in tasks if "Start, restart or stop the engine container" in t["task"]["name"]
           for h, r in t["hosts"].items()}
 check(engine == {"fleet-gpu-b": True}, "only fleet-gpu-b's engine container was started again: %s" % engine)

@@ -6,8 +6,9 @@ Arguments: the Molecule inventory, the checkout, the scenario's ephemeral folder
 1. The gateway answers with the API key and refuses without it (the engines check the key the
    clients send through it); a streamed reply comes through as SSE; /metrics serves Prometheus text.
 2. A box added to the inventory joins with one reload, and a reply streaming meanwhile finishes.
-3. A bounded streaming load through the gateway with aiperf (a fixed number of requests at a fixed
-   concurrency) while ``site.yml --tags restart`` rolls over all three boxes: no failed request,
+3. A bounded streaming load through the gateway with aiperf (at most a fixed number of requests at
+   a fixed concurrency, stopped with Ctrl-C's signal a few seconds after the restart ends) while
+   ``site.yml --tags restart`` rolls over all three boxes: no failed request,
    every box restarted, and no box got a new request while it was drained (the engine stand-in's
    request log against the gateway's states, read every 0.1 s from its stats).
 4. A box wedged under load (/health fine, completions never finish) is out of rotation within two
@@ -27,6 +28,7 @@ import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -42,7 +44,8 @@ CONTAINER = "glm53-zig"
 REQUEST_LOG = "/srv/glm53/.cache/requests.jsonl"
 WEDGE = "/srv/glm53/logs/current/standin-wedge"
 CHECK_INTERVAL = 5.0  # gateway_check_interval (the role's default)
-RESTART_REQUESTS = 2000  # enough to outlast a rolling restart of three boxes here
+RESTART_REQUESTS = 5000  # a bound: the load is stopped once the restart is over (about 15 requests/s here)
+AFTER_RESTART_S = 3.0  # the load goes on this long after the restart, then gets SIGINT (aiperf saves its results)
 LOAD_VENV = os.environ.get("GLM53_LOAD_TOOL_VENV") or os.path.join(ROOT, ".cache", "load-tool-venv")
 REPORTS = os.path.join(EPHEMERAL, "reports")
 
@@ -340,7 +343,10 @@ def main():
     began = time.time()
     restart = playbook("site.yml", "--tags", "restart")
     restart_s = time.time() - began
+    time.sleep(AFTER_RESTART_S)
     load_still_running = load.poll() is None
+    if load_still_running:
+        load.send_signal(signal.SIGINT)
     result = aiperf_result(load, folder)
     watcher.stop = True
     watcher.join()
@@ -350,7 +356,7 @@ def main():
     check("the load lasted the whole rolling restart", load_still_running,
           "aiperf finished before the restart did: raise its request count")
     check("no failed request during the rolling restart",
-          result["errors"] == 0 and result["requests"] == RESTART_REQUESTS,
+          result["errors"] == 0 and result["requests"] > 0 and result["rc"] == 0,
           "%d requests sent, %d failed, aiperf rc %s %s" % (
               result["requests"], result["errors"], result["rc"], result.get("error_summary") or ""))
     check("every box restarted", all(before[b] != after[b] and after[b] for b in BOXES),

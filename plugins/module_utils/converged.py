@@ -215,6 +215,15 @@ def compare(want, have):
     return [{"part": part, "what": differs[part]} for part in PARTS if part in differs]
 
 
+def lacks(want, differs):
+    """Which of the image and the weights the box must be given before it can serve: those that
+    differ, and both on a box with no record of a completed deploy (a new box: nothing it holds is
+    known good). A run can then let a converged box lend them (site.yml's seed groups)."""
+    parts = set(d["part"] for d in differs)
+    unknown = "run_settings" in want and not want.get("recorded_settings")
+    return [part for part in ("image", "weights") if unknown or part in parts]
+
+
 def summary(differs):
     if not differs:
         return "converged"

@@ -158,6 +158,14 @@ differs:
   type: list
   elements: dict
   sample: [{"part": "settings", "what": "settings fingerprint 0c1d2e3f4a5b, wanted 9f8e7d6c5b4a"}]
+lacks:
+  description:
+    - Which of C(image) and C(weights) the box must be given before it can serve, those of RV(differs) and both on a box
+      without a deploy record (with O(data_dir)), so a run can let a converged box lend them.
+  returned: always
+  type: list
+  elements: str
+  sample: ["image", "weights"]
 summary:
   description: One line for the operator, C(converged) or C(differs:) and the parts.
   returned: always
@@ -286,7 +294,8 @@ def main():
             converged.read_node_exporter_record(os.path.join(params["data_dir"], ".state")),
             params["data_dir"], params["health_timeout"])
     published = converged.stands_for(record, served, params["data_dir"]) if params["data_dir"] and not differs else None
-    module.exit_json(changed=False, converged=not differs, differs=differs, summary=converged.summary(differs),
+    module.exit_json(changed=False, converged=not differs, differs=differs, lacks=converged.lacks(want, differs),
+                     summary=converged.summary(differs),
                      have=have, served=served, record=record, node_exporter=node_exporter, published=published)
 
 

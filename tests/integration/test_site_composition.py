@@ -193,6 +193,25 @@ def test_a_converged_box_skips_every_deploy_step_and_the_others_deploy(collectio
     assert lines["gpu-b"]["status"] == "live" and lines["gpu-b"]["endpoint"] == "http://gpu-b:8020/v1", lines
 
 
+@pytest.mark.parametrize("lacks, named, lends", [
+    (["image", "weights"], {}, ["tensorfold_image", "weights_fetch"]),  # a new box
+    (["weights"], {}, ["weights_fetch"]),
+    ([], {}, []),  # another setting: the box has a good image and good weights
+    ([], {"tensorfold_image_build_host": "gpu-a"}, ["tensorfold_image"]),  # the named build host is expected in the play
+])
+def test_a_converged_box_lends_only_what_the_deployed_box_lacks(collection, tmp_path, lacks, named, lends):
+    converged = {"converged": True, "published": {}}
+    host_vars = {"gpu-a": dict(named, stub_facts={"rank_container": {"rank_container_converged_info": converged}}),
+                 "gpu-b": dict(named, stub_facts={"rank_container": {"rank_container_converged_info": {
+                     "converged": False, "lacks": lacks}}}),
+                 "gpu-c": {"stub_facts": {"rank_container": {"rank_container_converged_info": converged}}}}
+    rc, output, ran = site(collection, tmp_path, hosts=("gpu-a", "gpu-b", "gpu-c"), host_vars=host_vars)
+    assert rc == 0, output
+    assert roles(ran["gpu-a"]) == ["tensorfold_image:validate", "rank_container:converged"] + lends, output
+    assert roles(ran["gpu-b"]) == DEPLOY, output
+    assert roles(ran["gpu-c"]) == ["tensorfold_image:validate", "rank_container:converged"], output  # one lender
+
+
 def test_a_converged_fleet_skips_the_deploy_plays_without_a_warning(collection, tmp_path):
     converged = {"stub_facts": {"rank_container": {"rank_container_converged_info": {"converged": True, "published": {}}}}}
     rc, output, ran = site(collection, tmp_path, host_vars={"gpu-a": converged, "gpu-b": converged})

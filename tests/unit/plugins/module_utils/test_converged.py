@@ -341,6 +341,22 @@ def test_no_record_or_other_settings_differ_as_record(tmp_path, repo):
     assert parts(differs) == ["record"] and "bbbbbbbbbbbb" in differs[0]["what"] and "aaaaaaaaaaaa" in differs[0]["what"]
 
 
+def test_what_a_box_lacks_is_what_a_converged_box_could_lend(tmp_path, repo):
+    have = have_running(repo)
+    assert converged.lacks(want(repo), converged.compare(want(repo), have)) == []  # no record asked for
+    # Another setting or a stopped container: the box still holds a good image and good weights.
+    wanted = want(repo, settings_hash="0" * 64, run_settings="b" * 64, recorded_settings="a" * 64)
+    assert converged.lacks(wanted, converged.compare(wanted, have)) == []
+    have["image"] = None
+    assert converged.lacks(want(repo), converged.compare(want(repo), have)) == ["image"]
+    os.utime(os.path.join(repo["local_dir"], "model-00002-of-00002.safetensors"), ns=(1, 1))
+    have["weights"] = [converged.weights_state(repo)]
+    assert converged.lacks(want(repo), converged.compare(want(repo), have)) == ["image", "weights"]
+    # A new box: no record, so nothing it holds is known good, whatever its Docker has.
+    wanted = want(repo, run_settings="b" * 64, recorded_settings=None)
+    assert converged.lacks(wanted, converged.compare(wanted, have_running(repo))) == ["image", "weights"]
+
+
 def test_another_api_key_differs(repo):
     have = have_running(repo)
     have["api_key_matches"] = False
