@@ -3,8 +3,9 @@
 
 1. The fleet report: fleet-gpu-a and fleet-gpu-b LIVE, fleet-gpu-c failed with E_GPU_BUSY.
 2. The fast path on the converged fleet: a full ``site.yml`` with one setting changed on
-   fleet-gpu-b only (an extra inventory source), its image untagged and a weights file damaged:
-   fleet-gpu-a takes the fast path (changed=0, LIVE in the report) and only lends what b lacks
+   fleet-gpu-b only (an extra inventory source, which also changes a gateway and a Prometheus
+   setting for every host), its image untagged and a weights file damaged: fleet-gpu-a takes the
+   fast path (changed=0, LIVE in the report) and only lends what b lacks
    (the image and weights steps, nothing else ran there); fleet-gpu-b goes the normal way: the
    image copied from a (nothing built), the damaged file copied from a (nothing from the Hub) and
    only its container started again; its new deploy record holds.
@@ -104,7 +105,10 @@ check(weights_file and digest["fleet-gpu-a"] == digest["fleet-gpu-b"] != box("fl
       "fleet-gpu-b's %s damaged" % weights_file)
 override = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "fast-path-override.yml")
 with open(override, "w") as handle:
-    json.dump({"all": {"hosts": {"fleet-gpu-b": {"tensorfold_max_tokens": 16384}}}}, handle)
+    # Settings of the gateway and the Prometheus host change for every host: they shape no GPU box,
+    # so fleet-gpu-a stays on the fast path.
+    json.dump({"all": {"vars": {"gateway_drain_timeout": 45, "monitoring_scrape_interval": "20s"},
+                       "hosts": {"fleet-gpu-b": {"tensorfold_max_tokens": 16384}}}}, handle)
 rc, doc, took = site(inventories=[override])
 print("one box changed, full run: %.1f s" % took)
 check(rc == 0, "the full run with fleet-gpu-b's setting changed exits 0 (rc %s)" % rc)

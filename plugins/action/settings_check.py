@@ -15,6 +15,7 @@ import os
 import yaml
 
 from ansible.plugins.action import ActionBase
+from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import settings_spec
 
@@ -36,14 +37,14 @@ def _role_specs():
     return specs
 
 
-def settings_fingerprint(spec, values):
+def settings_fingerprint(spec, values, elsewhere=frozenset()):
     """One hash of what this host's run wants: every setting it defines (no_log ones, the step
-    guard's own options and the settings that only shape how a run goes left out: the API key is
-    compared on the box, a token shapes nothing) and the collection files that shape the image.
-    Equal fingerprints, equal deploys."""
+    guard's own options, the settings that only shape how a run goes and those of other hosts,
+    ``elsewhere``, left out: the API key is compared on the box, a token shapes nothing) and the
+    collection files that shape the image. Equal fingerprints, equal deploys."""
     data = {"settings": dict((name, value) for name, value in values.items()
                              if not spec[name].get("no_log") and not name.startswith("step_")
-                             and name not in settings_spec.RUN_ONLY),
+                             and name not in settings_spec.RUN_ONLY and name not in elsewhere),
             "files": {}}
     for name in SHAPING_FILES:
         try:
@@ -54,15 +55,40 @@ def settings_fingerprint(spec, values):
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
+def _spec_defaults(role_specs):
+    defaults = {}
+    for entries in role_specs.values():
+        for entry in ((entries or {}).get("argument_specs") or {}).values():
+            for name, option in ((entry or {}).get("options") or {}).items():
+                if "default" in (option or {}):
+                    defaults.setdefault(name, option["default"])
+    return defaults
+
+
 class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset()
 
+    def _play_keyword_values(self):
+        """What a play's serial keyword sees of PLAY_KEYWORD_SETTINGS: the command line's values,
+        else the play's own (an importing playbook's vars land there)."""
+        found = {}
+        get_play = getattr(self._task, "get_play", None)
+        play_vars = (getattr(get_play(), "vars", None) if get_play else None) or {}
+        extra = load_extra_vars(self._loader)
+        for name in settings_spec.PLAY_KEYWORD_SETTINGS:
+            if name in extra:
+                found[name] = extra[name]
+            elif name in play_vars:
+                found[name] = self._templar.template(play_vars[name])
+        return found
+
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         task_vars = task_vars or {}
-        spec = settings_spec.merge_specs(_role_specs())
+        role_specs = _role_specs()
+        spec = settings_spec.merge_specs(role_specs)
         values = {}
         for name in spec:
             if name not in task_vars:
@@ -73,11 +99,14 @@ class ActionModule(ActionBase):
                 continue
         host = task_vars.get("inventory_hostname", "host")
         problems = settings_spec.settings_problems(spec, values, host)
+        unused = settings_spec.unused_play_keywords(values, self._play_keyword_values(), _spec_defaults(role_specs))
+        if unused:
+            result["warnings"] = [entry["message"] for entry in unused]
         facts = {"tensorfold_settings_problems": problems}
         # Computed afresh, never taken from task_vars: this check runs once per host and run (its role
         # ends itself in later plays: roles/settings_check/tasks/main.yml), and a fingerprint that a
         # fact cache kept from an earlier run would hide changed settings from the fast path.
-        fingerprint = settings_fingerprint(spec, values)
+        fingerprint = settings_fingerprint(spec, values, settings_spec.other_hosts_settings(role_specs))
         if not problems:
             facts["tensorfold_settings_fingerprint"] = fingerprint
         result.update(changed=False, problems=problems, fingerprint=fingerprint, ansible_facts=facts)

@@ -375,7 +375,7 @@ class Snapshot:
 
     def __init__(self, repo_id, revision, local_dir, state_dir, token=None, endpoint=None,
                  allow_patterns=None, verify=True, allow_unpinned=False, chunk_size=hf_plan.MAX_CHUNK,
-                 progress_file=None, check_mode=False, gated=False):
+                 progress_file=None, check_mode=False, gated=False, listing=None):
         self.repo_id = repo_id
         self.revision = revision
         self.local_dir = os.path.abspath(local_dir)
@@ -390,6 +390,7 @@ class Snapshot:
         self.progress_file = progress_file
         self.check_mode = check_mode
         self.gated = gated
+        self.given_listing = listing
         self.hub_requests = 0
         self.local_bytes_hashed = 0
         self.refetched_bytes = 0
@@ -447,6 +448,13 @@ class Snapshot:
         cached = load_json(path, None)
         if cached and cached.get("repo_id") == self.repo_id and cached.get("commit") == commit:
             return cached["entries"]
+        given = self.given_listing or {}
+        if given.get("repo_id") == self.repo_id and given.get("commit") == commit and isinstance(given.get("entries"), list):
+            # Another host's record of this pinned commit (a peer copy takes the seed's): the same
+            # file list the Hub would give, with no request.
+            if not self.check_mode:
+                _write_json(path, {"repo_id": self.repo_id, "commit": commit, "entries": given["entries"]})
+            return given["entries"]
         api = self.hub()[2]
 
         def fetch():

@@ -36,6 +36,17 @@ RUN_ONLY = frozenset((
     "smoke_test_timeout",
 ))
 
+# Roles whose settings shape other hosts (the gateway, the Prometheus host) or a measurement, never a
+# GPU box: left out of a box's fingerprint too, so editing them leaves the fleet's boxes on the fast
+# path (those hosts compare their own files: service_converged_info). The node exporter's settings
+# of the monitoring role do shape each box, so they count.
+OTHER_HOSTS_ROLES = ("gateway", "monitoring", "fleet_bench")
+BOX_SIDE = frozenset(("monitoring_node_exporter", "monitoring_node_exporter_port", "monitoring_textfile_dir"))
+
+# Read by site.yml's serial keywords, which Ansible works out once per play from the command line's
+# and the play's variables, before it reads any host's: a value from the inventory is never used.
+PLAY_KEYWORD_SETTINGS = ("tensorfold_serial", "tensorfold_restart_serial")
+
 # The entry points whose options are settings: a role's ``main``, and roles/tensorfold's
 # ``settings`` (named so that Ansible does not check its 100+ settings again in every play).
 ENTRY_POINTS = ("main", "settings")
@@ -51,6 +62,30 @@ def merge_specs(role_specs):
         for name, spec in options.items():
             merged[name] = dict((key, spec[key]) for key in _SPEC_KEYS if key in spec)
     return merged
+
+
+def other_hosts_settings(role_specs):
+    """The settings of OTHER_HOSTS_ROLES (every entry point's options) that no GPU box reads."""
+    names = set()
+    for role in OTHER_HOSTS_ROLES:
+        for entry in ((role_specs.get(role) or {}).get("argument_specs") or {}).values():
+            names.update(((entry or {}).get("options") or {}).keys())
+    return frozenset(names - BOX_SIDE)
+
+
+def unused_play_keywords(values, play_values, defaults):
+    """A W_SERIAL problem for each PLAY_KEYWORD_SETTINGS value of this host (``values``) that is not
+    what the plays use: ``play_values`` (the command line's, else the play's), else ``defaults``.
+    Named for the inventory, not a host, so a fleet gets one warning (Ansible prints each once)."""
+    found = []
+    for name in PLAY_KEYWORD_SETTINGS:
+        if name not in values:
+            continue
+        used = play_values[name] if name in play_values else defaults.get(name)
+        if str(values[name]) != str(used):
+            found.append(record("W_SERIAL", "inventory", "%s is %s there, but the plays take %s: Ansible works out a "
+                                "play's serial before it reads the inventory" % (name, values[name], used)))
+    return found
 
 
 def _scrub(text, secrets):

@@ -108,6 +108,13 @@ options:
     description: Seconds without a touch of I(heartbeat_file) after which the download stops; 0 never.
     type: int
     default: 0
+  listing:
+    description:
+      - The repository's file list at I(revision) as another host's state folder records it (its
+        C(listing-COMMIT.json), with C(repo_id), C(commit) and C(entries)), so a copy from a peer
+        plans without asking anything. Used when I(state_dir) holds no listing of that commit and
+        its C(repo_id) and C(commit) are this run's; written to I(state_dir) outside check mode.
+    type: dict
 attributes:
   check_mode:
     support: full
@@ -267,6 +274,7 @@ def main():
             chunk_size_mib=dict(type="int", default=16),
             progress_file=dict(type="path"),
             host_label=dict(type="str"),
+            listing=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
@@ -286,7 +294,8 @@ def main():
         params["repo_id"], params["revision"], local_dir, state_dir, token=token, endpoint=endpoint,
         allow_patterns=params["allow_patterns"], verify=params["verify"],
         allow_unpinned=params["allow_unpinned"], chunk_size=params["chunk_size_mib"] * 1024 * 1024,
-        progress_file=params["progress_file"], check_mode=module.check_mode, gated=params["gated"])
+        progress_file=params["progress_file"], check_mode=module.check_mode, gated=params["gated"],
+        listing=params["listing"])
     if params["heartbeat_file"] and params["idle_timeout"] > 0 and not module.check_mode:
         # Armed by the follower's first look: a file left by an earlier run must not read as stale,
         # and a download whose follower waits for a free fork (more hosts than forks) goes on.

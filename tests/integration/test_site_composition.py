@@ -277,3 +277,14 @@ def test_boxes_that_disagree_on_the_plan_fail_pre_flight_and_nothing_deploys(col
     assert "[E_SETTINGS] gpu-a: tensorfold_plan is False here but not on gpu-b" in output, output
     for host in ("gpu-a", "gpu-b"):  # pre-flight's own entries only: no check, no deploy step, no plan
         assert not set(roles(ran[host])) & set(STEPS + ["fleet_plan"]), output
+
+
+def test_a_batch_size_set_in_the_inventory_is_named_once_as_unused(collection, tmp_path):
+    in_inventory = {"gpu-a": {"tensorfold_serial": 1}, "gpu-b": {"tensorfold_serial": 1}}
+    rc, output, ran = site(collection, tmp_path, host_vars=in_inventory)
+    assert rc == 0, output
+    warning = "[W_SERIAL] inventory: tensorfold_serial is 1 there, but the plays take 100%"
+    assert output.count(warning) == 1, output
+    assert roles(ran["gpu-a"]) == DEPLOY, output  # a warning, not a stop
+    rc, output, _ = site(collection, tmp_path, host_vars=in_inventory, args=["-e", "tensorfold_serial=1"])
+    assert rc == 0 and "W_SERIAL" not in output, output

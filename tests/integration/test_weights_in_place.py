@@ -117,3 +117,34 @@ def test_gated_weights_in_place_need_no_token_and_no_space(tmp_path, hub):
     assert "E_HF_TOKEN" not in out
     assert len(log.read_text().splitlines()) == requests, "the re-run without a token talked to the Hub"
     assert TOKEN not in out
+
+
+def recap_changed(out):
+    line = [row for row in out.splitlines() if row.startswith("box ")][-1]
+    return int(line.split("changed=")[1].split()[0])
+
+
+def test_weights_in_place_whose_records_were_lost_are_hashed_and_recorded_once(tmp_path, hub):
+    hub_url, log = hub
+    data = tmp_path / "data"
+    data.mkdir()
+    rc, out = play(tmp_path, FETCH, inventory(tmp_path, hub_url, data, TOKEN))
+    assert rc == 0, out[-3000:]
+    state = data / ".state" / "weights" / "model-ablit"
+    # This boot's verifications go to verified-unsynced.json until a later run syncs them.
+    records = [state / "verified.json", state / "verified-unsynced.json"]
+    assert any(path.exists() for path in records)
+    for path in records:  # a state folder restored from an old backup, weights put in place by hand
+        if path.exists():
+            path.unlink()
+
+    requests = len(log.read_text().splitlines())
+    rc, out = play(tmp_path, FETCH, inventory(tmp_path, hub_url, data, ""))
+    assert rc == 0, out[-3000:]
+    assert any(path.exists() for path in records), "the files the plan found good were not recorded: " + out[-3000:]
+    assert recap_changed(out) == 1, out[-3000:]
+    assert "0 bytes fetched" in out, out[-3000:]
+
+    rc, out = play(tmp_path, FETCH, inventory(tmp_path, hub_url, data, ""))
+    assert rc == 0 and recap_changed(out) == 0, "the next run hashed or fetched again: " + out[-3000:]
+    assert len(log.read_text().splitlines()) == requests, "a run after the records were lost talked to the Hub"

@@ -56,3 +56,31 @@ def test_a_fingerprint_kept_by_a_fact_cache_is_not_taken_for_this_runs():
     result = plugin.run(task_vars={"inventory_hostname": "gpu-a", "tensorfold_settings_fingerprint": "0" * 64})
     assert len(result["fingerprint"]) == 64 and result["fingerprint"] != "0" * 64
     assert result["ansible_facts"]["tensorfold_settings_fingerprint"] == result["fingerprint"]
+
+
+def test_settings_of_other_hosts_leave_a_boxs_fingerprint_alone():
+    from ansible_collections.glm53.tensorfold.plugins.action.settings_check import _role_specs
+    from ansible_collections.glm53.tensorfold.plugins.module_utils import settings_spec
+    role_specs = _role_specs()
+    spec = settings_spec.merge_specs(role_specs)
+    elsewhere = settings_spec.other_hosts_settings(role_specs)
+    values = {"tensorfold_port": 8020, "gateway_drain_timeout": 60, "monitoring_scrape_interval": "15s",
+              "fleet_bench_cases": [], "monitoring_textfile_dir": "/var/lib/prometheus/node-exporter",
+              "monitoring_node_exporter_port": 9100}
+    base = settings_fingerprint(spec, values, elsewhere)
+    for name, value in (("gateway_drain_timeout", 20), ("monitoring_scrape_interval", "30s"),
+                        ("fleet_bench_cases", [{"name": "short"}]), ("gateway_port", 8080)):
+        assert settings_fingerprint(spec, dict(values, **{name: value}), elsewhere) == base, name
+    # What the node exporter on each box serves is the box's.
+    for name, value in (("monitoring_textfile_dir", "/srv/textfile"), ("monitoring_node_exporter_port", 9200),
+                        ("monitoring_node_exporter", False), ("tensorfold_port", 8021)):
+        assert settings_fingerprint(spec, dict(values, **{name: value}), elsewhere) != base, name
+
+
+def test_the_box_side_settings_of_other_roles_are_settings_of_the_collection():
+    from ansible_collections.glm53.tensorfold.plugins.action.settings_check import _role_specs
+    from ansible_collections.glm53.tensorfold.plugins.module_utils import settings_spec
+    role_specs = _role_specs()
+    assert sorted(settings_spec.BOX_SIDE - set(settings_spec.merge_specs(role_specs))) == []
+    assert "gateway_backend_name" in settings_spec.other_hosts_settings(role_specs)
+    assert not settings_spec.BOX_SIDE & settings_spec.other_hosts_settings(role_specs)

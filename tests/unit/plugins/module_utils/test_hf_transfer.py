@@ -443,3 +443,37 @@ def test_a_torn_unsynced_record_file_counts_as_no_verification(tmp_path, monkeyp
     (state / hf_transfer.UNSYNCED).write_text('{"boot_id": "boot-1", "records": {"078455ffe6472f9a52fbc1')
     assert hf_transfer.unsynced_records(str(state)) == {}
     assert hf_transfer.load_records(str(state)) is None
+
+
+class NoHub:
+    """A Hub that must not be asked: any use fails the test."""
+
+    def __getattr__(self, name):
+        raise AssertionError("the Hub was asked (%s)" % name)
+
+
+ENTRIES = [{"type": "file", "path": "config.json", "size": 2, "oid": "x"}]
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_a_given_listing_plans_without_the_hub_and_is_recorded_outside_check_mode(tmp_path, check_mode):
+    snap = hf_transfer.Snapshot(REPO, COMMIT, str(tmp_path / "model"), str(tmp_path / "state"), check_mode=check_mode,
+                                listing={"repo_id": REPO, "commit": COMMIT, "entries": ENTRIES})
+    snap._hub = (NoHub(), NoHub(), NoHub())
+    os.makedirs(snap.state_dir)
+    assert snap.listing(COMMIT) == ENTRIES and snap.hub_requests == 0
+    recorded = tmp_path / "state" / ("listing-%s.json" % COMMIT)
+    assert recorded.exists() is not check_mode
+    if not check_mode:
+        assert json.loads(recorded.read_text()) == {"repo_id": REPO, "commit": COMMIT, "entries": ENTRIES}
+
+
+@pytest.mark.parametrize("given", [{"repo_id": "owner/other", "commit": COMMIT, "entries": ENTRIES},
+                                   {"repo_id": REPO, "commit": "0" * 40, "entries": ENTRIES},
+                                   {"repo_id": REPO, "commit": COMMIT}])
+def test_a_listing_of_another_repository_or_commit_is_not_taken(tmp_path, given):
+    snap = hf_transfer.Snapshot(REPO, COMMIT, str(tmp_path / "model"), str(tmp_path / "state"), listing=given)
+    snap._hub = (NoHub(), NoHub(), NoHub())
+    with pytest.raises(hf_transfer.SnapshotError):  # it asks the Hub instead (here: one that fails)
+        snap.listing(COMMIT)
+    assert snap.hub_requests == 1

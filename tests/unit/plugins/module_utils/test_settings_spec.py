@@ -77,3 +77,18 @@ def test_the_shared_settings_are_read_from_the_tensorfold_roles_settings_entry_p
                                         "b": {"argument_specs": {"main": {"options": {"y": {"type": "str"}}},
                                                                  "other": {"options": {"z": {"type": "str"}}}}}})
     assert merged == {"x": {"type": "int"}, "y": {"type": "str"}}
+
+
+@pytest.mark.parametrize("values, play_values, warned", [
+    ({"tensorfold_serial": "100%", "tensorfold_restart_serial": 1}, {}, []),  # the defaults
+    ({"tensorfold_serial": 10}, {"tensorfold_serial": 10}, []),  # -e: the plays take it
+    ({"tensorfold_serial": 10}, {}, ["[W_SERIAL] inventory: tensorfold_serial is 10 there, but the plays take 100%"]),
+    ({"tensorfold_serial": 10}, {"tensorfold_serial": "25%"}, ["tensorfold_serial is 10 there, but the plays take 25%"]),
+    ({"tensorfold_restart_serial": 4}, {}, ["tensorfold_restart_serial is 4 there, but the plays take 1"]),
+    ({"tensorfold_restart_serial": "1"}, {}, []),  # the same value, written as a string
+])
+def test_a_batch_size_the_plays_do_not_take_is_named(values, play_values, warned):
+    found = settings_spec.unused_play_keywords(values, play_values, {"tensorfold_serial": "100%", "tensorfold_restart_serial": 1})
+    assert len(found) == len(warned)
+    for entry, text in zip(found, warned):
+        assert entry["code"] == "W_SERIAL" and entry["severity"] == "warning" and text in entry["message"]
