@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: glm53.tensorfold contributors
 # Apache License 2.0 (see LICENSE)
-"""Read ``apt-cache madison`` output: which NAME=VERSION pairs apt can install.
+"""Read ``apt-cache madison`` output: which NAME=VERSION pairs apt can install; and
+``dpkg-query``'s selections: which packages are held.
 
 A line of madison output is ``NAME | VERSION | URI SUITE[/COMPONENT] ARCH-OR-Sources``; the
 columns are padded with spaces. Source-package lines (ending in ``Sources``) are skipped.
@@ -27,3 +28,16 @@ def madison_pairs(lines):
         if pair not in pairs:
             pairs.append(pair)
     return pairs
+
+
+def held_packages(lines, packages):
+    """The ``packages`` that ``dpkg-query -W -f '${Package}\\t${db:Status-Want}\\n'`` output says are
+    on hold, in ``packages``' order (a package dpkg does not know is not held)."""
+    if isinstance(lines, str):
+        lines = lines.splitlines()
+    held = set()
+    for line in lines:
+        columns = line.split("\t")
+        if len(columns) == 2 and columns[1].strip() == "hold":
+            held.add(columns[0].strip().split(":")[0])
+    return [name for name in packages if name in held]

@@ -17,6 +17,8 @@ description:
     cache offers as C(NAME=VERSION), in apt's order; source-package lines are left out.
   - A package apt does not know, or a host without C(apt-cache), gives no pairs rather than a
     failure, so the caller decides what a missing version means.
+  - Also returns which of O(packages) dpkg holds (C(dpkg-query)), so a caller marks only those
+    whose hold must change.
   - Only reads; nothing on the host changes, so check mode gives the same answer.
 author:
   - glm53.tensorfold contributors (@glm53)
@@ -49,6 +51,12 @@ pairs:
   type: list
   elements: str
   sample: ["nvidia-container-toolkit=1.17.8-1", "nvidia-container-toolkit=1.17.7-1"]
+held:
+  description: The packages of O(packages) whose dpkg selection is C(hold), in that order (empty without C(dpkg-query)).
+  returned: always
+  type: list
+  elements: str
+  sample: ["nvidia-container-toolkit"]
 rc:
   description: The exit status of C(apt-cache madison) (null when C(apt-cache) is not installed).
   returned: always
@@ -58,7 +66,7 @@ rc:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils.apt_madison import madison_pairs
+from ansible_collections.glm53.tensorfold.plugins.module_utils.apt_madison import held_packages, madison_pairs
 
 
 def main():
@@ -66,11 +74,18 @@ def main():
         argument_spec=dict(packages=dict(type="list", elements="str", required=True)),
         supports_check_mode=True,
     )
+    packages = module.params["packages"]
+    held = []
+    dpkg_query = module.get_bin_path("dpkg-query", required=False)
+    if dpkg_query:
+        # Exits 1 when a package is unknown, after listing the others.
+        dummy, out, dummy = module.run_command([dpkg_query, "-W", "-f", "${Package}\t${db:Status-Want}\n"] + packages)
+        held = held_packages(out, packages)
     apt_cache = module.get_bin_path("apt-cache", required=False)
     if not apt_cache:
-        module.exit_json(changed=False, pairs=[], rc=None)
-    rc, out, dummy = module.run_command([apt_cache, "madison"] + module.params["packages"])
-    module.exit_json(changed=False, pairs=madison_pairs(out), rc=rc)
+        module.exit_json(changed=False, pairs=[], rc=None, held=held)
+    rc, out, dummy = module.run_command([apt_cache, "madison"] + packages)
+    module.exit_json(changed=False, pairs=madison_pairs(out), rc=rc, held=held)
 
 
 if __name__ == "__main__":

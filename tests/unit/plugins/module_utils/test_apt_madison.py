@@ -7,6 +7,7 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.glm53.tensorfold.plugins.module_utils import apt_madison
 from ansible_collections.glm53.tensorfold.plugins.module_utils.apt_madison import madison_pairs
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "apt_madison")
@@ -47,3 +48,12 @@ def test_lines_and_text_give_the_same_pairs():
 def test_unknown_package_gives_nothing():
     assert madison_pairs(read("unknown_package.out")) == []
     assert madison_pairs(["N: Unable to locate package nvidia-container-toolkit", ""]) == []
+
+
+def test_held_packages_are_named_in_the_order_asked_whatever_their_architecture_suffix():
+    out = ("libnvidia-container1:amd64\thold\nnvidia-container-toolkit\tinstall\n"
+           "nvidia-container-toolkit-base\thold\nlibnvidia-container-tools\tdeinstall\n")
+    asked = ["nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools", "libnvidia-container1"]
+    assert apt_madison.held_packages(out, asked) == ["nvidia-container-toolkit-base", "libnvidia-container1"]
+    assert apt_madison.held_packages("", asked) == []
+    assert apt_madison.held_packages("dpkg-query: no packages found matching x\n", ["x"]) == []

@@ -24,13 +24,17 @@ def test_the_pairs_come_from_apt_cache_madison_of_the_packages(monkeypatch, run_
 
     def run_command(self, argv, **kwargs):
         asked.append(argv)
+        if argv[0].endswith("dpkg-query"):
+            return 1, "nvidia-container-toolkit\thold\n", "dpkg-query: no packages found matching libnvidia-container1\n"
         return 0, recorded("nvidia_flat_repo.out"), ""
 
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda self, name, **kw: "/usr/bin/" + name)
     monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
     result = run_module(apt_madison_info, packages=["nvidia-container-toolkit", "libnvidia-container1"])
-    assert asked == [["/usr/bin/apt-cache", "madison", "nvidia-container-toolkit", "libnvidia-container1"]]
+    assert asked[-1] == ["/usr/bin/apt-cache", "madison", "nvidia-container-toolkit", "libnvidia-container1"]
+    assert asked[0][0] == "/usr/bin/dpkg-query" and asked[0][-2:] == ["nvidia-container-toolkit", "libnvidia-container1"]
     assert result["changed"] is False and result["rc"] == 0
+    assert result["held"] == ["nvidia-container-toolkit"]
     assert result["pairs"] and all("=" in pair for pair in result["pairs"])
     assert result["pairs"][0].startswith("nvidia-container-toolkit=")
 
@@ -45,4 +49,4 @@ def test_an_unknown_package_gives_no_pairs_and_no_failure(monkeypatch, run_modul
 def test_a_host_without_apt_cache_gives_no_pairs(monkeypatch, run_module):
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda self, name, **kw: None)
     result = run_module(apt_madison_info, packages=["nvidia-container-toolkit"])
-    assert result["pairs"] == [] and result["rc"] is None and not result.get("failed")
+    assert result["pairs"] == [] and result["rc"] is None and result["held"] == [] and not result.get("failed")
