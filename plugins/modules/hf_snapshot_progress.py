@@ -124,9 +124,15 @@ def _read(path):
 
 
 def _touch(path):
-    if path:
+    if not path:
+        return
+    try:
         with open(path, "a"):
             os.utime(path, None)
+    except FileNotFoundError:
+        # The download makes its state folder when it starts; until then nothing watches the
+        # heartbeat (its watchdog arms on the first touch), so the next look touches it.
+        pass
 
 
 def look(params):
