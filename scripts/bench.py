@@ -15,7 +15,9 @@ Rows (name them to run only some; default all):
                (sendfile) on loopback; beside it Ansible's own start (`ansible localhost -m ping`), timed the same way
   host-checks  `site.yml --tags gpu_host_checks` (the settings pre-flight and the host checks; `--tags check`
                also runs the toolkit's checks, which need a Docker engine the light boxes lack):
-               BENCH_CHECK_BOXES boxes (default 8) / 1 box; and 1 box absolute
+               BENCH_CHECK_BOXES boxes (default 8) / 1 box; and 1 box absolute. On a real GPU host:
+               BENCH_CHECK_LOCAL=1 (the boxes are names for this machine, local connection) with
+               BENCH_CHECK_VARS=FILE (its cards' expectations) and BENCH_BIN (where ansible is)
   deploy       first deploy (`site.yml` on fresh boxes): BENCH_DEPLOY_BOXES (default 8) / 1
   noop         no-op converge: BENCH_BOXES (default 32) / 1; and 1 box absolute
   restart      `--tags restart` of one box beyond the engine stand-in's own start (with profile_tasks)
@@ -47,7 +49,9 @@ import time
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.dirname(sys.executable)
+# Where ansible, ansible-playbook and hf are: beside this Python (the project's venv), or
+# BENCH_BIN on a host that has them elsewhere (a lent GPU host with ansible-core installed by pip --target).
+BIN = os.environ.get("BENCH_BIN") or os.path.dirname(sys.executable)
 HUB = os.path.join(ROOT, "tests", "standins", "hub")
 REPO = "Mia-AiLab/GLM-5.3-Flash-EXL3-4bpw-TensorFold"
 COMMIT = "078455ffe6472f9a52fbc1139f58b9db2881b25c"
@@ -71,6 +75,11 @@ BOXES = setting("BENCH_BOXES", 32)
 CHECK_BOXES = setting("BENCH_CHECK_BOXES", 8)
 DEPLOY_BOXES = setting("BENCH_DEPLOY_BOXES", 8)
 KEEP = os.environ.get("BENCH_KEEP") == "1"
+# A file of settings (YAML or JSON) for the host checks' boxes: on a real GPU host, its cards' expectations.
+CHECK_VARS = os.environ.get("BENCH_CHECK_VARS", "")
+# BENCH_CHECK_LOCAL=1: the host checks' boxes are names for this machine (local connection, its own
+# nvidia-smi and cores); for a real GPU host, where the boxes' side does not share the controller's cores.
+CHECK_LOCAL = os.environ.get("BENCH_CHECK_LOCAL") == "1"
 
 
 class BenchError(Exception):
@@ -356,29 +365,47 @@ def bench_peer(work):
 # --- simulated boxes ------------------------------------------------------------------------------
 class LightBoxes:
     """Boxes for the host checks: the base image, the stand-in nvidia-smi, no Docker engine of their
-    own (the Docker checks are off), reached with the docker connection."""
+    own (the Docker checks are off), reached with the docker connection. With BENCH_CHECK_LOCAL=1,
+    names for this machine instead (local connection: its own nvidia-smi, GPUs and cores)."""
 
     def __init__(self, count, work):
         self.names = ["%s-hc%d" % (PREFIX, n + 1) for n in range(count)]
         self.inventory = work + "/light.yml"
+        self.made = []
         hosts = dict((name, {}) for name in self.names)
-        inv = {"gpu_hosts": {"hosts": hosts, "vars": {
-            "ansible_connection": "community.docker.docker", "ansible_python_interpreter": "/usr/bin/python3",
-            "ansible_pipelining": True, "gpu_host_checks_docker": False, "gpu_host_checks_fail": False,
-            "gpu_host_checks_disk_checkpoint_gib": 1, "gpu_host_checks_disk_drafter_gib": 1,
-            "gpu_host_checks_disk_image_gib": 1, "gpu_host_checks_min_host_memory_gib": 0.5}}}
+        settings = {"ansible_python_interpreter": sys.executable if CHECK_LOCAL else "/usr/bin/python3",
+                    "ansible_pipelining": True, "gpu_host_checks_docker": False, "gpu_host_checks_fail": False,
+                    "gpu_host_checks_disk_checkpoint_gib": 1, "gpu_host_checks_disk_drafter_gib": 1,
+                    "gpu_host_checks_disk_image_gib": 1, "gpu_host_checks_min_host_memory_gib": 0.5}
+        settings["ansible_connection"] = "local" if CHECK_LOCAL else "community.docker.docker"
+        if CHECK_VARS:
+            with open(CHECK_VARS) as handle:
+                settings.update(yaml_or_json(handle.read()))
         with open(self.inventory, "w") as handle:
-            json.dump(inv, handle)
+            json.dump({"gpu_hosts": {"hosts": hosts, "vars": settings}}, handle)
+        if CHECK_LOCAL:
+            return
         with open(work + "/profile.json", "w") as handle:
             json.dump({"count": 2, "memory_used_mib": 2, "p2p": "OK"}, handle)
         for name in self.names:
             run(["docker", "run", "-d", "--name", name, "glm53-test/debian12:latest", "sleep", "infinity"], timeout=120)
+            self.made.append(name)
             run(["docker", "cp", os.path.join(ROOT, "tests/standins/nvidia-smi"), name + ":/usr/bin/nvidia-smi"])
             run(["docker", "exec", name, "mkdir", "-p", "/etc/glm53-sim"])
             run(["docker", "cp", work + "/profile.json", name + ":/etc/glm53-sim/gpu-profile.json"])
 
     def close(self):
-        cleanup(["docker", "rm", "-f"] + self.names)
+        if self.made:
+            cleanup(["docker", "rm", "-f"] + self.made)
+
+
+def yaml_or_json(text):
+    """A settings file's mapping: JSON, or YAML where PyYAML is there (ansible-core needs it anyway)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        import yaml  # pylint: disable=import-outside-toplevel
+        return yaml.safe_load(text) or {}
 
 
 def playbook(inventory, *args, env=None, timeout=None):

@@ -174,13 +174,18 @@ DOCKER_ROOT = "/var/lib/docker"
 
 def docker_info_answer(rc, out, err):
     """``docker info --format '{{json .}}'``'s answer: ok, the first line of its error, the runtime
-    names and the root folder (Docker's default when it does not say)."""
+    names and the root folder (Docker's default when it does not say). A client that cannot reach
+    its daemon may still exit 0 and print only its own half, the daemon's error in ``ServerErrors``
+    (Docker 20.10 does): that is a daemon that does not answer, not one without runtimes."""
     info = {}
     if rc == 0:
         try:
             info = json.loads(out or "{}")
         except ValueError:
             rc, err = 1, "docker info gave no JSON: %s" % (out or "").strip()[:200]
+    server_errors = info.get("ServerErrors") if isinstance(info, dict) else None
+    if rc == 0 and server_errors:
+        rc, err = 1, "\n".join(str(error) for error in server_errors)
     lines = (err or "").strip().splitlines()
     return {"ok": rc == 0, "error": "" if rc == 0 else (lines[0].strip() if lines else "exit status %d" % rc),
             "runtimes": sorted((info.get("Runtimes") or {}).keys()) if isinstance(info, dict) else [],

@@ -220,7 +220,7 @@ def ask_docker(module, docker, container, user):
     if docker:
         rc, out, err = module.run_command([docker, "info", "--format", "{{json .}}"])
     else:
-        rc, out, err = 127, "", "docker is not on PATH"
+        rc, out, err = 127, "", "docker is not installed (not on PATH)"
     answer = res.docker_info_answer(rc, out, err)
     answer["own_container_running"] = False
     if answer["ok"] and container:

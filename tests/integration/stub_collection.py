@@ -7,6 +7,7 @@ inventory says so. Runs of the real site.yml against it show which steps each mo
 failure leaves the run, and what the fleet report makes of it, without GPUs or Docker.
 """
 
+import json
 import os
 import shutil
 import textwrap
@@ -33,6 +34,16 @@ STUB_TASKS = textwrap.dedent("""\
       when: "'{role}{entry}' in stub_fail | default({{}})"
     """)
 STUB_META = "---\ndependencies:\n  - role: glm53.tensorfold.tensorfold\n"
+# Tags a stub's tasks carry beyond its play's, as the real role's do: the toolkit's checks are
+# tagged check in a play tagged toolkit, so `--tags check` runs them there.
+STUB_TAGS = {"nvidia_toolkit": ["check"]}
+
+
+def stub_tasks(role, entry):
+    text = STUB_TASKS.format(role=role, entry=entry)
+    if role in STUB_TAGS:
+        text = text.replace("\n- name:", "\n- tags: %s\n  name:" % json.dumps(STUB_TAGS[role]))
+    return text
 
 
 def build(tmp_path):
@@ -54,12 +65,11 @@ def build(tmp_path):
         (coll / "roles" / role / "tasks").mkdir(parents=True)
         (coll / "roles" / role / "meta").mkdir()
         (coll / "roles" / role / "meta" / "main.yml").write_text(STUB_META)
-        (coll / "roles" / role / "tasks" / "main.yml").write_text(STUB_TASKS.format(role=role, entry=""))
+        (coll / "roles" / role / "tasks" / "main.yml").write_text(stub_tasks(role, ""))
         # Every task file another role or play may name with tasks_from records its entry.
         for entry in entries:
             if entry != "main":
-                (coll / "roles" / role / "tasks" / (entry + ".yml")).write_text(
-                    STUB_TASKS.format(role=role, entry=":" + entry))
+                (coll / "roles" / role / "tasks" / (entry + ".yml")).write_text(stub_tasks(role, ":" + entry))
     return base
 
 

@@ -162,6 +162,20 @@ def test_past_the_fail_percentage_the_run_takes_no_more_hosts(collection, tmp_pa
     assert lines["gpu-b"]["todo"].startswith("The run stopped before bundle on this host: gpu-a failed")
 
 
+def test_a_check_that_fails_in_a_play_tagged_otherwise_is_recorded_and_its_host_leaves(collection, tmp_path):
+    # --tags check selects the toolkit's checks in a play tagged toolkit: the step's rescue must run
+    # there too, or the failure ends the run with no fleet report and no record of why.
+    host_vars = {"gpu-b": {"stub_fail": {"nvidia_toolkit": "[E_DOCKER] gpu-b: docker info failed: no daemon. Start it."}}}
+    rc, output, ran = site(collection, tmp_path, host_vars=host_vars, args=["--tags", "check"])
+    assert rc != 0
+    assert roles(ran["gpu-b"]) == ["gpu_host_checks", "nvidia_toolkit"], output
+    assert re.search(r"gpu-b leaves\s+the\s+run:\s+nvidia_toolkit\s+failed", output), output
+    report = json.loads((tmp_path / "reports" / "fleet-report.json").read_text())
+    lines = dict((line["host"], line) for line in report["hosts"])
+    assert lines["gpu-b"]["status"] == "failed" and lines["gpu-b"]["codes"] == ["E_DOCKER"], lines
+    assert lines["gpu-b"]["stage"] == "nvidia_toolkit"
+
+
 def test_settings_that_fail_pre_flight_leave_the_host_out_of_every_step(collection, tmp_path):
     rc, output, ran = site(collection, tmp_path, host_vars={"gpu-b": {"tensorfold_parallel": 0}})
     assert rc != 0

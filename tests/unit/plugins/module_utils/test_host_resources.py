@@ -163,6 +163,19 @@ def test_docker_info_answer_reads_runtimes_root_and_the_first_error_line():
     assert res.docker_info_answer(127, "", "")["error"] == "exit status 127"
 
 
+def test_a_daemon_that_does_not_answer_is_not_taken_for_one_without_runtimes():
+    # Docker 20.10's client, its daemon stopped: exit 0, only the client's half and the daemon's error.
+    out = ('{"ServerErrors":["Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker '
+           'daemon running?"],"ClientInfo":{"Debug":false,"Context":"default","Plugins":[],"Warnings":null}}')
+    down = res.docker_info_answer(0, out, "")
+    assert down["ok"] is False
+    assert down["error"].startswith("Cannot connect to the Docker daemon")
+    assert down["runtimes"] == []
+    # A daemon that answers has no ServerErrors (or an empty list): its runtimes are read.
+    up = res.docker_info_answer(0, '{"ServerErrors": [], "Runtimes": {"runc": {}}}', "")
+    assert up["ok"] is True and up["runtimes"] == ["runc"]
+
+
 def test_group_names_keeps_a_group_without_a_name_as_its_number():
     names = {0: "root", 998: "docker"}
     assert res.group_names([0, 998, 4242], names.__getitem__) == ["root", "docker", "4242"]
