@@ -42,7 +42,7 @@ def test_recorded_cuda13_driver_passes_the_driver_check(tmp_path):
     output = run_check(tmp_path)
     assert "[E_DRIVER]" not in output
     # the play went past the driver check to the runtime check (which reads this host's Docker)
-    assert "TASK [glm53.tensorfold.nvidia_toolkit : List Docker's runtimes]" in output
+    assert "TASK [glm53.tensorfold.nvidia_toolkit : Ask Docker whether its daemon answers and which runtimes it has]" in output
 
 
 def test_driver_older_than_580_is_named(tmp_path):
