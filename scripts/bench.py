@@ -458,11 +458,32 @@ class Fleet:
             json.dump({"gpu_hosts": {"hosts": hosts}}, handle)
         if KEEP and self.running():
             log("taking the %d boxes kept from an earlier bench (BENCH_KEEP)" % count)
-            return
-        self.destroy()
-        log("making %d boxes" % count)
-        run([os.path.join(BIN, "ansible-playbook"), "-i", self.inventory, os.path.join(ROOT, "tests/demo/boxes.yml"),
-             "-e", "sim_prefix=" + PREFIX], env=ansible_env(), timeout=SETUP_TIMEOUT)
+        else:
+            self.destroy()
+            log("making %d boxes" % count)
+            run([os.path.join(BIN, "ansible-playbook"), "-i", self.inventory, os.path.join(ROOT, "tests/demo/boxes.yml"),
+                 "-e", "sim_prefix=" + PREFIX], env=ansible_env(), timeout=SETUP_TIMEOUT)
+        self.write_literal_settings(hosts)
+
+    def write_literal_settings(self, hosts):
+        """The demo's group_vars compute a few settings with a lookup at every read: each box's bench
+        URL from `docker inspect`, the stand-ins' pins from a file. A real inventory holds such values
+        as they are, so the bench's does too: otherwise every box's settings check would pay for a
+        `docker inspect` and three file reads that no real fleet runs."""
+        pins = {}
+        with open(os.path.join(ROOT, ".cache", "glm53-sim", "standins", "pins.env")) as handle:
+            for line in handle:
+                key, _, value = line.strip().partition("=")
+                pins[key] = value
+        addresses = run(["docker", "inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}"]
+                        + self.names)[1].split("\n")
+        for name, address in zip(self.names, addresses):
+            hosts[name].update(tensorfold_image_engine_commit=pins["ENGINE_COMMIT"],
+                               tensorfold_image_patch_series_commit=pins["SERIES_COMMIT"],
+                               tensorfold_image_zig_sha256=pins["ZIG_SHA256"],
+                               fleet_bench_url="http://%s:{{ tensorfold_port }}" % address.split()[0])
+        with open(self.inventory, "w") as handle:
+            json.dump({"gpu_hosts": {"hosts": hosts}}, handle)
 
     def running(self):
         found = subprocess.run(["docker", "inspect", "--format", "{{.State.Running}}"] + self.names + [PREFIX + "-hub"],

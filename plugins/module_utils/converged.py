@@ -28,7 +28,7 @@ import socket
 from ansible.module_utils.six.moves import http_client
 from ansible.module_utils.six.moves.urllib.parse import quote, urlsplit
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_transfer
+from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_records
 
 PARTS = ("record", "container", "settings", "api_key", "image", "weights", "runtime", "health")
 RECORD = "deployed.json"
@@ -63,7 +63,7 @@ def weights_state(repo):
     if not hf_plan.is_pinned(revision):
         state["problem"] = "revision %r is not pinned, so no recorded state can prove it" % revision
         return state
-    listing, records = hf_transfer.recorded_state(state_dir, revision)
+    listing, records = hf_records.recorded_state(state_dir, revision)
     if not listing or listing.get("commit") != revision or "entries" not in listing:
         state["problem"] = "no file listing recorded for %s" % revision[:12]
         return state

@@ -35,7 +35,7 @@ except ImportError:  # pragma: no cover  (Python 2 is not supported on hosts)
     BaseHTTPRequestHandler = object
     ThreadingHTTPServer = None
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_transfer
+from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_records, hf_transfer
 
 RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
 SEND_PIECE = 64 * 1024 * 1024
@@ -45,7 +45,7 @@ def load_verified_repo(repo):
     """The servable files of one repository: only those whose verification record still holds."""
     with open(os.path.join(repo["state_dir"], "listing-%s.json" % repo["revision"])) as handle:
         listing = json.load(handle)
-    records = hf_transfer.load_records(repo["state_dir"])
+    records = hf_records.load_records(repo["state_dir"])
     if records is None:
         raise ValueError("%s has no verification records; the seed must finish its own download first"
                          % repo["state_dir"])

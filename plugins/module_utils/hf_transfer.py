@@ -53,7 +53,8 @@ try:
 except ImportError:  # pragma: no cover  (Python 2 is not supported on hosts)
     http_client = None
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan
+from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_records
+from ansible_collections.glm53.tensorfold.plugins.module_utils.hf_records import UNSYNCED, load_json
 
 READ_BLOCK = 1024 * 1024
 TRANSIENT_RETRIES = 3
@@ -69,7 +70,6 @@ PIECE_WAIT = 0.5
 # Pieces (or the session's blocks) waiting for the hashing thread: bounds memory.
 PIPELINE_DEPTH = 16
 REDIRECTS = 5
-UNSYNCED = "verified-unsynced.json"
 # Files fetched at once: with two streams the receiving, writing and hashing of one overlap those
 # of the other (hashlib, socket reads and file writes release the GIL), like `hf download`'s workers.
 PARALLEL_FILES = 2
@@ -82,54 +82,6 @@ class SnapshotError(Exception):
         super(SnapshotError, self).__init__("%s %s" % (code, what))
         self.code = code
         self.what = what
-
-
-def load_json(path, default=None):
-    """A JSON file's content, or ``default`` when it is missing or does not parse."""
-    try:
-        with open(path) as handle:
-            return json.load(handle)
-    except (IOError, OSError, ValueError):
-        return default
-
-
-def boot_id():
-    """This boot's id (Linux), or None where there is none: then every file is fsynced before
-    its verification is recorded."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as handle:
-            return handle.read().strip() or None
-    except (IOError, OSError):
-        return None
-
-
-def unsynced_records(state_dir):
-    """The verifications made in this boot whose files may not be on the disk yet (empty after a
-    reboot: a power cut may have lost their bytes, so they are hashed again)."""
-    data = load_json(os.path.join(state_dir, UNSYNCED), None)
-    current = boot_id()
-    if not isinstance(data, dict) or not current or data.get("boot_id") != current:
-        return {}
-    return dict(data.get("records") or {})
-
-
-def load_records(state_dir):
-    """The verifications that hold: ``verified.json`` plus this boot's unsynced ones; None when
-    neither file is readable."""
-    records = load_json(os.path.join(state_dir, "verified.json"), None)
-    unsynced = unsynced_records(state_dir)
-    if records is None and not unsynced:
-        return None
-    merged = dict(records or {})
-    merged.update(unsynced)
-    return merged
-
-
-def recorded_state(state_dir, revision):
-    """What a snapshot's state folder records for ``revision``: ``(listing, records)``, the
-    ``listing-COMMIT.json`` and the verifications that hold (``load_records``), each None when
-    missing or unreadable."""
-    return (load_json(os.path.join(state_dir, "listing-%s.json" % revision)), load_records(state_dir))
 
 
 def _write_json(path, data, durable=True):
@@ -399,7 +351,7 @@ class Snapshot:
         self.verified_now = []
         self._hub = None
         self._lock = threading.Lock()
-        self.boot = boot_id()
+        self.boot = hf_records.boot_id()
 
     # --- huggingface_hub, imported only when the Hub is needed ----------------------------------
     def hub(self):
@@ -520,7 +472,7 @@ class Snapshot:
         """Move the verifications an earlier run of this boot made into ``verified.json`` once their
         files are on the disk (fsync: by now the kernel has written most of them back). Returns
         the records to work with; an earlier boot's are dropped, their files are hashed again."""
-        unsynced = unsynced_records(self.state_dir)
+        unsynced = hf_records.unsynced_records(self.state_dir)
         path = os.path.join(self.state_dir, UNSYNCED)
         if not unsynced:
             if os.path.exists(path) and not self.check_mode:

@@ -16,7 +16,7 @@ import json
 import os
 import socket
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_transfer
+from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_records
 
 GIB = 1024 ** 3
 
@@ -111,7 +111,7 @@ def weights_need_gib(request):
     state_dir, revision = request.get("state_dir"), request.get("revision")
     if not state_dir or not revision:
         return request["need_gib"], ""
-    listing, records = hf_transfer.recorded_state(state_dir, revision)
+    listing, records = hf_records.recorded_state(state_dir, revision)
     needed = weights_still_needed(listing, records, revision, request["path"], _stat)
     if needed is None:
         return request["need_gib"], ""

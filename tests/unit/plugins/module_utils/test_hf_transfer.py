@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_transfer
+from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_records, hf_transfer
 
 COMMIT = "078455ffe6472f9a52fbc1139f58b9db2881b25c"
 REPO = "owner/model"
@@ -359,17 +359,17 @@ def full_run(tmp_path, files, boot):
 
 def test_a_verification_counts_without_a_sync_in_its_own_boot_only(tmp_path, monkeypatch):
     files = {"a.safetensors": payload(MIB + 3), "b.safetensors": payload(5000, seed=7)}
-    monkeypatch.setattr(hf_transfer, "boot_id", lambda: "boot-1")
+    monkeypatch.setattr(hf_records, "boot_id", lambda: "boot-1")
     snap, result = full_run(tmp_path, files, "boot-1")
     assert result["verified"] and sorted(result["verified_files"]) == sorted(files)
     state = str(tmp_path / "state")
     assert not os.path.exists(os.path.join(state, "verified.json"))  # no wait for the disk
-    assert len(hf_transfer.unsynced_records(state)) == 2
-    assert len(hf_transfer.recorded_state(state, COMMIT)[1]) == 2
+    assert len(hf_records.unsynced_records(state)) == 2
+    assert len(hf_records.recorded_state(state, COMMIT)[1]) == 2
 
     # After a reboot (a power cut may have lost bytes the disk had not written) they no longer count.
-    monkeypatch.setattr(hf_transfer, "boot_id", lambda: "boot-2")
-    assert hf_transfer.recorded_state(state, COMMIT)[1] is None
+    monkeypatch.setattr(hf_records, "boot_id", lambda: "boot-2")
+    assert hf_records.recorded_state(state, COMMIT)[1] is None
     snap, result = full_run(tmp_path, files, "boot-2")
     assert sorted(result["verified_files"]) == sorted(files)  # hashed again in place
     assert snap.local_bytes_hashed == sum(len(data) for data in files.values())
@@ -378,14 +378,14 @@ def test_a_verification_counts_without_a_sync_in_its_own_boot_only(tmp_path, mon
 
 def test_a_later_run_in_the_same_boot_syncs_the_files_and_records_them_for_good(tmp_path, monkeypatch):
     files = {"a.safetensors": payload(MIB + 3)}
-    monkeypatch.setattr(hf_transfer, "boot_id", lambda: "boot-1")
+    monkeypatch.setattr(hf_records, "boot_id", lambda: "boot-1")
     full_run(tmp_path, files, "boot-1")
     snap, result = full_run(tmp_path, files, "boot-1")
     assert result["verified_files"] == [] and snap.local_bytes_hashed == 0 and not result["changed"]
     state = str(tmp_path / "state")
-    assert not os.path.exists(os.path.join(state, hf_transfer.UNSYNCED))
-    monkeypatch.setattr(hf_transfer, "boot_id", lambda: "boot-2")
-    assert len(hf_transfer.recorded_state(state, COMMIT)[1]) == 1  # survives a reboot now
+    assert not os.path.exists(os.path.join(state, hf_records.UNSYNCED))
+    monkeypatch.setattr(hf_records, "boot_id", lambda: "boot-2")
+    assert len(hf_records.recorded_state(state, COMMIT)[1]) == 1  # survives a reboot now
 
 
 def test_plain_http_resume_points_fall_on_half_chunk_boundaries_however_the_bytes_arrive(
@@ -414,7 +414,7 @@ def test_a_fetch_in_a_boot_with_an_id_waits_for_the_disk_nowhere(tmp_path, monke
     synced = []
     real_fsync = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: synced.append(os.readlink("/proc/self/fd/%d" % fd)) or real_fsync(fd))
-    monkeypatch.setattr(hf_transfer, "boot_id", lambda: "boot-1")
+    monkeypatch.setattr(hf_records, "boot_id", lambda: "boot-1")
     progress = tmp_path / "progress.json"
     snap = snapshot(tmp_path, FakeHub(files))
     snap.progress_file = str(progress)
@@ -425,10 +425,10 @@ def test_a_fetch_in_a_boot_with_an_id_waits_for_the_disk_nowhere(tmp_path, monke
     result = snap.run()
     assert result["verified"] and json.load(open(str(progress)))["finished"]
     assert synced == []  # not the shards, the resume records, verified-unsynced.json nor the progress file
-    assert len(hf_transfer.unsynced_records(str(tmp_path / "state"))) == 2
+    assert len(hf_records.unsynced_records(str(tmp_path / "state"))) == 2
 
     # Without a boot id every verified file and verified.json are on the disk before they count.
-    monkeypatch.setattr(hf_transfer, "boot_id", lambda: None)
+    monkeypatch.setattr(hf_records, "boot_id", lambda: None)
     full_run(tmp_path / "no-boot-id", files, None)
     on_disk = [os.path.basename(path) for path in synced]
     assert sorted(name for name in on_disk if name in files) == sorted(files)
@@ -437,12 +437,12 @@ def test_a_fetch_in_a_boot_with_an_id_waits_for_the_disk_nowhere(tmp_path, monke
 
 def test_a_torn_unsynced_record_file_counts_as_no_verification(tmp_path, monkeypatch):
     # What a power cut may leave of verified-unsynced.json, written without an fsync.
-    monkeypatch.setattr(hf_transfer, "boot_id", lambda: "boot-1")
+    monkeypatch.setattr(hf_records, "boot_id", lambda: "boot-1")
     state = tmp_path / "state"
     state.mkdir()
-    (state / hf_transfer.UNSYNCED).write_text('{"boot_id": "boot-1", "records": {"078455ffe6472f9a52fbc1')
-    assert hf_transfer.unsynced_records(str(state)) == {}
-    assert hf_transfer.load_records(str(state)) is None
+    (state / hf_records.UNSYNCED).write_text('{"boot_id": "boot-1", "records": {"078455ffe6472f9a52fbc1')
+    assert hf_records.unsynced_records(str(state)) == {}
+    assert hf_records.load_records(str(state)) is None
 
 
 class NoHub:
