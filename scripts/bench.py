@@ -30,7 +30,8 @@ wall time: the command's own, and the whole machine's (the simulated boxes' side
 BENCH_PREFIX (default glm53-bench) starts the boxes' names: another one keeps a trial's boxes apart
 from a running bench's. BENCH_KEEP=1 keeps the no-op fleet after the bench and takes it again
 next time (its first converge is then a quick re-converge): 32 boxes take a quarter of an hour to
-make and converge on this machine, which a second run of the table need not pay again.
+make and converge on this machine, which a second run of the table need not pay again. The
+deploy row's boxes (fresh for every run) are named PREFIX-fd-gpuN, apart from a kept fleet.
 """
 
 import datetime
@@ -446,8 +447,9 @@ class Fleet:
     """Full simulated GPU hosts (tests/demo/boxes.yml): each runs its own Docker engine (the engine
     container runs inside the box), the stand-in nvidia-smi and runtime, the Hub emulator beside."""
 
-    def __init__(self, count, work, tag):
-        self.names = ["%s-gpu%d" % (PREFIX, n + 1) for n in range(count)]
+    def __init__(self, count, work, tag, keep=False, prefix=PREFIX):
+        self.prefix = prefix
+        self.names = ["%s-gpu%d" % (prefix, n + 1) for n in range(count)]
         self.dir = os.path.join(work, "fleet-" + tag)
         os.makedirs(self.dir)
         os.symlink(os.path.join(ROOT, "inventories", "demo", "group_vars"), os.path.join(self.dir, "group_vars"))
@@ -456,13 +458,13 @@ class Fleet:
                      for name in self.names)
         with open(self.inventory, "w") as handle:
             json.dump({"gpu_hosts": {"hosts": hosts}}, handle)
-        if KEEP and self.running():
+        if keep and self.running():
             log("taking the %d boxes kept from an earlier bench (BENCH_KEEP)" % count)
         else:
             self.destroy()
             log("making %d boxes" % count)
             run([os.path.join(BIN, "ansible-playbook"), "-i", self.inventory, os.path.join(ROOT, "tests/demo/boxes.yml"),
-                 "-e", "sim_prefix=" + PREFIX], env=ansible_env(), timeout=SETUP_TIMEOUT)
+                 "-e", "sim_prefix=" + prefix], env=ansible_env(), timeout=SETUP_TIMEOUT)
         self.write_literal_settings(hosts)
 
     def write_literal_settings(self, hosts):
@@ -486,14 +488,14 @@ class Fleet:
             json.dump({"gpu_hosts": {"hosts": hosts}}, handle)
 
     def running(self):
-        found = subprocess.run(["docker", "inspect", "--format", "{{.State.Running}}"] + self.names + [PREFIX + "-hub"],
+        found = subprocess.run(["docker", "inspect", "--format", "{{.State.Running}}"] + self.names + [self.prefix + "-hub"],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True, check=False)
         return found.returncode == 0 and set(found.stdout.split()) == {"true"}
 
     def destroy(self):
-        cleanup(["docker", "rm", "-f"] + self.names + [PREFIX + "-hub"])
+        cleanup(["docker", "rm", "-f"] + self.names + [self.prefix + "-hub"])
         cleanup(["docker", "volume", "rm"] + ["%s-docker" % n for n in self.names])
-        cleanup(["docker", "network", "rm", PREFIX + "-net"])
+        cleanup(["docker", "network", "rm", self.prefix + "-net"])
 
 
 def bench_deploy(work):
@@ -502,7 +504,8 @@ def bench_deploy(work):
     timed = dict((label, CpuTimed(None)) for label, unused in labels)
     for round_no in range(REPEAT):
         for label, count in labels:
-            fleet = Fleet(count, work, "deploy-%d-%d" % (round_no, count))
+            # Fresh boxes every run, named apart from the no-op fleet (which BENCH_KEEP may keep).
+            fleet = Fleet(count, work, "deploy-%d-%d" % (round_no, count), prefix=PREFIX + "-fd")
             try:
                 timed[label].thunk = lambda: playbook(fleet.inventory)[0]
                 seconds = timed[label]()
@@ -526,7 +529,7 @@ def engine_start_seconds(box):
 
 
 def bench_converged(work, rows_wanted):
-    fleet = Fleet(BOXES, work, "noop")
+    fleet = Fleet(BOXES, work, "noop", keep=KEEP)
     rows = []
     try:
         log("first converge of %d boxes (untimed; deadline BENCH_SETUP_TIMEOUT)" % BOXES)
