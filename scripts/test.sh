@@ -6,7 +6,7 @@
 #                                        molecule:NAME runs one scenario)
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$ROOT"
+cd "$ROOT" || exit 1
 bash scripts/bootstrap.sh || exit 1
 # shellcheck disable=SC1091
 source .venv/bin/activate
@@ -16,14 +16,17 @@ export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0 NO_COLOR=1 ANSIBLE_NOCOLOR=1
 PASSED=0; FAILED=0; RESULTS=()
 MOLECULE_STEP_LOG=$(mktemp); trap 'rm -f "$MOLECULE_STEP_LOG"' EXIT
 SUITE_START=$(date +%s)
+record() {  # record NAME RC SECONDS [NOTE]
+  local note=${4:+, $4}
+  if [ "$2" -eq 0 ]; then PASSED=$((PASSED + 1)); RESULTS+=("PASS  $1 (${3}s$note)")
+  else FAILED=$((FAILED + 1)); RESULTS+=("FAIL  $1 (${3}s$note, exit $2)"); fi
+}
 stage() {  # stage NAME COMMAND...
   local name=$1; shift
   local t0 rc; t0=$(date +%s)
   echo "=== $name"
   "$@"; rc=$?
-  local dt=$(( $(date +%s) - t0 ))
-  if [ $rc -eq 0 ]; then PASSED=$((PASSED + 1)); RESULTS+=("PASS  $name (${dt}s)")
-  else FAILED=$((FAILED + 1)); RESULTS+=("FAIL  $name (${dt}s, exit $rc)"); fi
+  record "$name" $rc $(( $(date +%s) - t0 ))
 }
 
 # The collection as users get it: built, installed offline, tested in place by ansible-test.
@@ -84,9 +87,57 @@ run_molecule() {  # run_molecule NAME
   molecule test -s "$1" 2>&1 | molecule_step_times "$1"; local rc=${PIPESTATUS[0]}
   # The boxes' /var/lib/docker volumes are named glm53-molecule-SCENARIO-HOST.
   docker volume ls -q --filter "name=glm53-molecule-$1-" | xargs -r docker volume rm >/dev/null 2>&1
-  return $rc
+  return "$rc"
 }
 scenarios() { for f in molecule/*/molecule.yml; do [ -e "$f" ] && basename "$(dirname "$f")"; done; }
+# The scenarios' usual order of length, longest first, so that the lanes end at about the same
+# time; a scenario not named here goes last.
+SCENARIOS_LONGEST_FIRST=(gateway airgapped fleet tensorfold_image weights_fetch rank_container_failures
+                         rank_container nvidia_toolkit gpu_host_checks)
+scenarios_longest_first() {
+  local all known s; all=$(scenarios)
+  for s in "${SCENARIOS_LONGEST_FIRST[@]}"; do grep -qx "$s" <<<"$all" && echo "$s"; done
+  known=$(printf '%s\n' "${SCENARIOS_LONGEST_FIRST[@]}")
+  for s in $all; do grep -qx "$s" <<<"$known" || echo "$s"; done
+}
+# What the scenarios share on the controller, made once before they run side by side: the
+# stand-ins under .cache (tests/demo/controller_standins.yml) and the load tool's venv.
+run_shared_standins() {
+  MOLECULE_PROJECT_DIRECTORY=$ROOT ansible-playbook -i localhost, -c local \
+    -e ansible_python_interpreter="$(command -v python3)" tests/demo/controller_standins.yml |
+    grep -E '^(TASK|changed|fatal|localhost +:)' && bash scripts/load-tool-venv.sh >/dev/null
+}
+# Every scenario, MOLECULE_LANES (default 2) at a time: a scenario waits on its boxes' engines,
+# the stand-ins and the load tool about half of its time, so two share this 2-core machine well.
+# Each scenario's output is kept and printed whole when it ends; its time is its own wall time,
+# beside whatever ran in the other lane.
+run_molecule_lanes() {
+  local lanes=${MOLECULE_LANES:-2} logs queue=() name pid rc done_pid
+  local -A name_of=() started_at=()
+  logs=$(mktemp -d)
+  stage "molecule: the scenarios' shared stand-ins" run_shared_standins
+  mapfile -t queue < <(scenarios_longest_first)
+  while [ ${#queue[@]} -gt 0 ] || [ ${#name_of[@]} -gt 0 ]; do
+    while [ ${#queue[@]} -gt 0 ] && [ ${#name_of[@]} -lt "$lanes" ]; do
+      name=${queue[0]}; queue=("${queue[@]:1}")
+      echo "=== molecule $name (started; its output follows when it ends)"
+      run_molecule "$name" >"$logs/$name.log" 2>&1 &
+      pid=$!; name_of[$pid]=$name; started_at[$pid]=$(date +%s)
+    done
+    done_pid=""  # the first that ended (wait -n would miss one that ended before it was called)
+    while [ -z "$done_pid" ]; do
+      for pid in "${!name_of[@]}"; do kill -0 "$pid" 2>/dev/null || { done_pid=$pid; break; }; done
+      [ -n "$done_pid" ] || sleep 1
+    done
+    wait "$done_pid"; rc=$?
+    name=${name_of[$done_pid]}
+    echo "=== molecule $name"
+    cat "$logs/$name.log"
+    record "molecule $name" $rc $(( $(date +%s) - started_at[$done_pid] )) "in $lanes lanes"
+    unset "name_of[$done_pid]" "started_at[$done_pid]"
+  done
+  rm -rf "$logs"
+}
 
 want=("$@"); [ ${#want[@]} -gt 0 ] || want=(lint docs sanity units promtool pytest molecule)
 for w in "${want[@]}"; do
@@ -97,7 +148,7 @@ for w in "${want[@]}"; do
     units) stage "ansible-test units" run_units ;;
     promtool) stage "promtool (config, rules, alert tests)" run_promtool ;;
     pytest) stage "pytest tests/integration tests/standins" run_pytest ;;
-    molecule) for s in $(scenarios); do stage "molecule $s" run_molecule "$s"; done ;;
+    molecule) run_molecule_lanes ;;
     molecule:*) stage "molecule ${w#molecule:}" run_molecule "${w#molecule:}" ;;
     *) echo "unknown stage $w" >&2; exit 2 ;;
   esac

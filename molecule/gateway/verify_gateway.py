@@ -58,10 +58,13 @@ def setting(name):
 
 KEY = setting("tensorfold_api_key")
 FAILED = []
+STARTED = time.time()
 
 
 def check(name, ok, detail=""):
-    print("%s %s%s" % ("PASS" if ok else "FAIL", name, (": " + detail) if detail else ""), flush=True)
+    """One line per check; the seconds since verify began show where its time goes."""
+    print("%s [%.0f s] %s%s" % ("PASS" if ok else "FAIL", time.time() - STARTED, name, (": " + detail) if detail else ""),
+          flush=True)
     if not ok:
         FAILED.append(name)
     return ok
