@@ -114,6 +114,10 @@ run_shared_standins() {
 run_molecule_lanes() {
   local lanes=${MOLECULE_LANES:-2} logs queue=() name pid rc done_pid
   local -A name_of=() started_at=()
+  if ! [[ $lanes =~ ^[1-9][0-9]*$ ]]; then
+    echo "MOLECULE_LANES=$lanes: give a whole number of lanes, 1 or more (1 runs the scenarios one after another)" >&2
+    record "molecule (MOLECULE_LANES)" 2 0; return
+  fi
   logs=$(mktemp -d)
   stage "molecule: the scenarios' shared stand-ins" run_shared_standins
   mapfile -t queue < <(scenarios_longest_first)
@@ -133,7 +137,7 @@ run_molecule_lanes() {
     name=${name_of[$done_pid]}
     echo "=== molecule $name"
     cat "$logs/$name.log"
-    record "molecule $name" $rc $(( $(date +%s) - started_at[$done_pid] )) "in $lanes lanes"
+    record "molecule $name" $rc $(( $(date +%s) - started_at[$done_pid] )) "$([ "$lanes" -gt 1 ] && echo "in $lanes lanes")"
     unset "name_of[$done_pid]" "started_at[$done_pid]"
   done
   rm -rf "$logs"

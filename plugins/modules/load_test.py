@@ -92,7 +92,9 @@ exports:
 """
 
 import os
+import shutil
 import subprocess
+import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
@@ -132,6 +134,19 @@ def main():
     if params["api_key"]:
         env[KEY_ENV] = params["api_key"]
     python = os.path.join(os.path.dirname(params["aiperf"]), "python")
+    # aiperf keeps its dataset's memory-mapped files under the temp folder and leaves an empty
+    # aiperf_mmap_* folder there after every run: a scratch folder of this run holds them instead.
+    scratch = tempfile.mkdtemp(prefix="glm53-load-test-")
+    env["AIPERF_DATASET_MMAP_BASE_PATH"] = scratch
+    try:
+        measure(module, params, env, python, figures, exports)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    module.exit_json(changed=False, cases=figures, exports=exports)
+
+
+def measure(module, params, env, python, figures, exports):
+    """Run aiperf once per case, keeping each case's figures and export folder."""
     for case in params["cases"]:
         folder = os.path.join(params["artifact_dir"], case["name"])
         os.makedirs(folder, exist_ok=True)
@@ -154,7 +169,6 @@ def main():
         except (OSError, ValueError) as err:
             module.fail_json(msg="aiperf left no readable export for case %s: %s" % (case["name"], to_native(err)))
         exports[case["name"]] = folder
-    module.exit_json(changed=False, cases=figures, exports=exports)
 
 
 if __name__ == "__main__":
