@@ -102,10 +102,13 @@ scenarios_longest_first() {
 }
 # What the scenarios share on the controller, made once before they run side by side: the
 # stand-ins under .cache (tests/demo/controller_standins.yml) and the load tool's venv.
-run_shared_standins() {
-  MOLECULE_PROJECT_DIRECTORY=$ROOT ansible-playbook -i localhost, -c local \
-    -e ansible_python_interpreter="$(command -v python3)" tests/demo/controller_standins.yml |
-    grep -E '^(TASK|changed|fatal|localhost +:)' && bash scripts/load-tool-venv.sh >/dev/null
+run_shared_standins() {  # a few lines when it works, the whole output when it fails
+  local out
+  out=$(MOLECULE_PROJECT_DIRECTORY=$ROOT ansible-playbook -i localhost, -c local \
+    -e ansible_python_interpreter="$(command -v python3)" tests/demo/controller_standins.yml 2>&1) ||
+    { printf '%s\n' "$out"; return 1; }
+  grep -E '^(TASK|changed|localhost +:)' <<<"$out"
+  bash scripts/load-tool-venv.sh >/dev/null
 }
 # Every scenario, MOLECULE_LANES (default 2) at a time: a scenario waits on its boxes' engines,
 # the stand-ins and the load tool about half of its time, so two share this 2-core machine well.

@@ -128,7 +128,6 @@ def main():
     params = module.params
     if module.check_mode:
         module.exit_json(changed=False, cases={}, exports={}, planned=[c.get("name") for c in params["cases"]])
-    figures, exports = {}, {}
     env = dict(os.environ)
     env.pop(KEY_ENV, None)
     if params["api_key"]:
@@ -139,14 +138,15 @@ def main():
     scratch = tempfile.mkdtemp(prefix="glm53-load-test-")
     env["AIPERF_DATASET_MMAP_BASE_PATH"] = scratch
     try:
-        measure(module, params, env, python, figures, exports)
+        figures, exports = measure(module, params, env, python)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     module.exit_json(changed=False, cases=figures, exports=exports)
 
 
-def measure(module, params, env, python, figures, exports):
-    """Run aiperf once per case, keeping each case's figures and export folder."""
+def measure(module, params, env, python):
+    """Run aiperf once per case: each case's figures and export folder, by case name."""
+    figures, exports = {}, {}
     for case in params["cases"]:
         folder = os.path.join(params["artifact_dir"], case["name"])
         os.makedirs(folder, exist_ok=True)
@@ -169,6 +169,7 @@ def measure(module, params, env, python, figures, exports):
         except (OSError, ValueError) as err:
             module.fail_json(msg="aiperf left no readable export for case %s: %s" % (case["name"], to_native(err)))
         exports[case["name"]] = folder
+    return figures, exports
 
 
 if __name__ == "__main__":
