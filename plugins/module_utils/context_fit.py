@@ -13,6 +13,11 @@ the figures it used (see docs/rank_container.md, "How CONTEXT=auto finds the win
 * ``the checkpoint's G GiB of weights do not fit ...``: no window helps;
 * ``--context N exceeds this model's W-token window``: W is the most the model takes.
 
+A budget may be printed negative (a reserve above the free memory). A refusal is read on one line
+as the engine prints it, or split over a few lines (wrapped, or with another line such as NCCL's
+debug output in between, since a rank's stdout and stderr share one log); terminal escapes are
+removed first.
+
 A stream's memory grows linearly with its window, so a refusal gives the cost of one token.
 The engine admits a numeric ``--parallel P`` only when P streams fit at the window, with shared
 KV pages on or off (it counts streams as the memory left over one stream's cost); ``auto`` needs
@@ -33,6 +38,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import hashlib
+import itertools
 import os
 import re
 import tempfile
@@ -40,22 +46,44 @@ import time
 from fractions import Fraction
 
 _NUM = r"([0-9]+(?:\.[0-9]+)?)"
+# Budgets can be negative: the engine prints what is left, and a reserve or a
+# TENSORFOLD_CUDA_MEMORY_LIMIT_GB above the free memory leaves less than nothing.
+_SNUM = r"(-?[0-9]+(?:\.[0-9]+)?)"
 _INT = r"([0-9][0-9,_]*)"
 
 NO_STREAM = re.compile(
     r"the CUDA memory budget fits no stream: one at an? " + _INT + r"-token window takes "
-    + _NUM + r" GiB, and " + _NUM + r" GiB is left after the model's " + _NUM
+    + _NUM + r" GiB, and " + _SNUM + r" GiB is left after the model's " + _NUM
     + r" GiB and the " + _NUM + r" GiB reserve[^\n]*")
 PARALLEL = re.compile(
     r"--parallel " + _INT + r" needs " + _NUM + r" GiB for its streams at an? " + _INT
-    + r"-token window, and the CUDA memory budget leaves " + _NUM + r" GiB[^\n]*")
+    + r"-token window, and the CUDA memory budget leaves " + _SNUM + r" GiB[^\n]*")
 WEIGHTS = re.compile(
-    r"the checkpoint's " + _NUM + r" GiB of weights do not fit the " + _NUM
+    r"the checkpoint's " + _NUM + r" GiB of weights do not fit the " + _SNUM
     + r" GiB the CUDA memory budget grants[^\n]*")
 WINDOW = re.compile(r"--context " + _INT + r" exceeds this model's " + _INT + r"-token window[^\n]*")
 STARTUP = re.compile(
     r"CUDA [^\n]*?: model " + _NUM + r" GiB; " + _INT + r" streams? at once, " + _NUM
     + r" GiB each at an? " + _INT + r"-token window, of " + _NUM + r" GiB left[^\n]*")
+REFUSALS = (("no_stream", NO_STREAM), ("parallel", PARALLEL), ("weights", WEIGHTS), ("window", WINDOW))
+# For a refusal split over lines: the same patterns with every space optional, matched on the
+# pieces joined with nothing (a wrap may cut inside a word, or drop the space it broke at).
+_LOOSE = tuple((kind, re.compile(pattern.pattern.replace(" ", " ?"))) for kind, pattern in REFUSALS)
+# How a refusal begins; a line ending in part of one may continue on the next line.
+_HEADS = ("the CUDA memory budget fits no stream", "--parallel ", "the checkpoint's ", "--context ")
+# A line ending in the first part of a head, after a space (read on the reversed line, a match
+# at its start is quick).
+_CUT_HEAD = re.compile("(?:%s)(?:\\s|$)" % "|".join(
+    re.escape(head[:size][::-1]) for head in _HEADS for size in range(len(head) - 1, 0, -1)))
+# A split refusal is looked for over the line it begins on and at most this many more.
+LOOKAHEAD = 5
+# Terminal escapes (colour, cursor) a logger or a wrapper may add, even inside a figure.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+# Lines that are clearly output of their own, which can land inside a split refusal (a rank's
+# stdout and stderr share one log): NCCL's debug lines (NCCL_DEBUG=INFO), the engine's, the
+# ranks' and the runner's own lines. They are passed over, never joined.
+_OTHER = re.compile(r"\bNCCL (?:INFO|WARN|TRACE|ERROR|ABORT)\b|^(?:tensorfold: |rank \d+: |runner: |warning: "
+                    r"|CUDA sm_|serving )")
 
 # What the fit depends on, in the order the key is built from.
 KEY_FIELDS = (
@@ -100,16 +128,76 @@ def largest_window(stream_cost_high, cost_window, budget_low, streams, requested
     return window if window >= page_rows else None
 
 
-def _line_start(text, match):
-    start = text.rfind("\n", 0, match.start()) + 1
-    end = text.find("\n", match.end())
-    return text[start:] if end < 0 else text[start:end]
+def clean(text):
+    """The log without terminal escapes, with one line break per line (CR LF, a lone CR)."""
+    return _ANSI.sub("", text or "").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _may_continue(line):
+    """Whether a line holds the beginning of a refusal, or ends in the first part of one."""
+    return any(head in line for head in _HEADS) or bool(_CUT_HEAD.match(line[::-1]))
+
+
+def _joined(pieces):
+    """The text a refusal split into ``pieces`` was: each break joins with nothing (a cut inside a
+    word) or one space (a wrap that dropped it), whichever gives the engine's exact text."""
+    for spaces in itertools.product(("", " "), repeat=len(pieces) - 1):
+        text = pieces[0] + "".join(space + piece for space, piece in zip(spaces, pieces[1:]))
+        for kind, pattern in REFUSALS:
+            match = pattern.search(text)
+            if match and match.start() < len(pieces[0]):
+                return kind, match, text
+    return None
+
+
+def _split_refusal(lines, first):
+    """A refusal that begins on ``lines[first]`` and goes on over the next lines, passing over blank
+    lines and lines that are clearly other output, at most LOOKAHEAD lines on.
+
+    Returns (kind, match, text, numbers of the lines joined) or None. The refusal must begin on
+    the first line, and the search ends at the first joined text that holds one: lines after it,
+    or unrelated to it, are never joined."""
+    pieces, used = [lines[first].rstrip()], []
+    for number in range(first + 1, min(len(lines), first + 1 + LOOKAHEAD)):
+        piece = lines[number].strip()
+        if not piece or _OTHER.search(piece):
+            continue
+        pieces.append(piece)
+        used.append(number)
+        bare = "".join(pieces)
+        for kind, loose in _LOOSE:
+            match = loose.search(bare)
+            if match and match.start() < len(pieces[0]):
+                # The exact text when a join gives it, else the pieces as they are.
+                return (_joined(pieces) or (kind, match, bare)) + (used,)
+    return None
+
+
+def find_refusals(text):
+    """Every memory-fit refusal in a log: (line number, kind, match, the refusal's text).
+
+    A refusal is on one line as the engine prints it, or split over a few (wrapped, or with
+    another line such as NCCL's in between); terminal escapes are removed first."""
+    lines = clean(text).split("\n")
+    found, joined = [], set()
+    for number, line in enumerate(lines):
+        if number in joined:
+            continue
+        whole = [(kind, match) for kind, pattern in REFUSALS for match in pattern.finditer(line)]
+        if whole:
+            found += [(number, kind, match, line) for kind, match in whole]
+        elif _may_continue(line.rstrip()):
+            split = _split_refusal(lines, number)
+            if split:
+                found.append((number,) + split[:3])
+                joined.update(split[3])  # a continuation begins nothing
+    return found
 
 
 def parse_startup(text):
     """Return (streams, window) from the engine's last startup line, or (None, None)."""
     found = None
-    for found in STARTUP.finditer(text or ""):
+    for found in STARTUP.finditer(clean(text)):
         pass
     if found is None:
         return None, None
@@ -127,65 +215,98 @@ def streams_needed(parallel):
     return value
 
 
+def parallel_problem(parallel):
+    """Why a PARALLEL setting is not one the engine takes (a number of at least 1, or auto), or None."""
+    value = str(parallel).strip().lower()
+    if value == "auto" or (value.isdigit() and int(value) >= 1):
+        return None
+    return "parallel must be auto or a number of streams of at least 1, not %r" % parallel
+
+
+def _answers(text, requested, streams, page_rows, named=True):
+    """Each refusal's answer: (order, kind, context, reason, streams it is sized for). ``streams``
+    must fit; a ``--parallel P needs`` refusal is sized for its P unless ``named`` is False."""
+    answers = []
+    for order, kind, match, line in find_refusals(text):
+        context, sized_for = None, streams
+        if kind == "no_stream":
+            window = _int(match.group(1))
+            one_stream_high = _printed_bounds(match.group(2))[1]
+            budget_low = _printed_bounds(match.group(3))[0]
+            context = largest_window(one_stream_high, window, budget_low, streams, requested, page_rows)
+        elif kind == "parallel":
+            asked = _int(match.group(1))
+            all_streams_high = _printed_bounds(match.group(2))[1]
+            window = _int(match.group(3))
+            budget_low = _printed_bounds(match.group(4))[0]
+            # The engine ran with the P it names (engine args may set it, not PARALLEL): size the
+            # window for P streams, a stream's cost at the window being a P-th of what P need.
+            sized_for = max(1, asked) if named else streams
+            context = largest_window(all_streams_high / max(1, asked), window, budget_low, sized_for,
+                                     requested, page_rows)
+        elif kind == "window":
+            context = min(_int(match.group(2)), requested)
+            context -= context % page_rows
+            context = context or None
+        answers.append((order, kind, context, line.strip(), sized_for))
+    return answers
+
+
+def _choose(answers):
+    """The refusal that decides: the weights (no window helps), else one with no answer, else the
+    smallest answer (both ranks must fit)."""
+    if not answers:
+        return None
+    weights = [a for a in answers if a[1] == "weights"]
+    if weights:
+        return weights[0]
+    unanswerable = [a for a in answers if a[2] is None]
+    if unanswerable:
+        return unanswerable[0]
+    return min(answers, key=lambda a: (a[2], a[0]))
+
+
 def analyse(text, requested_context, parallel="auto", kv_pages=True, page_rows=512):
     """Read a rank log (or both) and say whether the engine refused the window, and what fits.
 
     Returns a dict: ``refused`` (bool), ``kind`` (no_stream, parallel, weights, window or None),
     ``context`` (the largest window that fits, or None), ``reason`` (the refusal's line, or ""),
     ``streams`` and ``window`` (from the startup line, or None). When several refusals are in the
-    text (both ranks' logs), the smallest answer wins: both ranks must fit.
+    text (both ranks' logs), the smallest answer wins: both ranks must fit. A ``--parallel P
+    needs`` refusal is answered for the P it names.
 
     ``kv_pages`` does not change the answer: the engine counts streams the same way with shared
     pages (the memory left over one stream's cost at the window) and refuses a numeric
     ``--parallel P`` that does not fit either way. It is accepted so callers can pass it.
     """
     del kv_pages  # the engine's count does not depend on it (see above)
-    text = text or ""
     requested = int(requested_context)
     page_rows = int(page_rows)
     if page_rows < 1:
         raise ValueError("page_rows must be at least 1")
-    streams = streams_needed(parallel)
-
-    refusals = []  # (order, kind, context, line)
-    for match in NO_STREAM.finditer(text):
-        window = _int(match.group(1))
-        one_stream_high = _printed_bounds(match.group(2))[1]
-        budget_low = _printed_bounds(match.group(3))[0]
-        answer = largest_window(one_stream_high, window, budget_low, streams, requested, page_rows)
-        refusals.append((match.start(), "no_stream", answer, _line_start(text, match)))
-    for match in PARALLEL.finditer(text):
-        asked = _int(match.group(1))
-        all_streams_high = _printed_bounds(match.group(2))[1]
-        window = _int(match.group(3))
-        budget_low = _printed_bounds(match.group(4))[0]
-        # A stream's cost at the window is a P-th of what P streams need.
-        answer = largest_window(all_streams_high / asked, window, budget_low, streams, requested, page_rows)
-        refusals.append((match.start(), "parallel", answer, _line_start(text, match)))
-    for match in WEIGHTS.finditer(text):
-        refusals.append((match.start(), "weights", None, _line_start(text, match)))
-    for match in WINDOW.finditer(text):
-        model_window = min(_int(match.group(2)), requested)
-        model_window -= model_window % page_rows
-        refusals.append((match.start(), "window", model_window or None, _line_start(text, match)))
-
+    chosen = _choose(_answers(text, requested, streams_needed(parallel), page_rows))
     found_streams, found_window = parse_startup(text)
-    result = {"refused": bool(refusals), "kind": None, "context": None, "reason": "",
+    result = {"refused": chosen is not None, "kind": None, "context": None, "reason": "",
               "streams": found_streams, "window": found_window}
-    if not refusals:
-        return result
-    weights = [r for r in refusals if r[1] == "weights"]
-    if weights:
-        # No window helps when the weights alone do not fit.
-        chosen = weights[0]
-    else:
-        unanswerable = [r for r in refusals if r[2] is None]
-        if unanswerable:
-            chosen = unanswerable[0]
-        else:
-            chosen = min(refusals, key=lambda r: (r[2], r[0]))
-    result.update(kind=chosen[1], context=chosen[2], reason=chosen[3].strip())
+    if chosen is not None:
+        result.update(kind=chosen[1], context=chosen[2], reason=chosen[3])
     return result
+
+
+def what_fits(text, requested_context, parallel="auto", page_rows=512):
+    """What a refused start can be told: ``context`` (as :func:`analyse`), ``parallel`` (the
+    --parallel it is sized for: the one a ``--parallel P needs`` refusal names, else the setting)
+    and ``one_stream`` (the largest window a single stream fits, None when not one page does or
+    the refusal gives no memory figures)."""
+    requested, page_rows = int(requested_context), int(page_rows)
+    streams = streams_needed(parallel)
+    chosen = _choose(_answers(text, requested, streams, page_rows))
+    if chosen is None:
+        return {"context": None, "parallel": None, "one_stream": None}
+    sized_for = str(chosen[4]) if chosen[1] == "parallel" else str(parallel).strip().lower()
+    single = _choose(_answers(text, requested, 1, page_rows, named=False))
+    one_stream = single[2] if single[1] in ("no_stream", "parallel") else None
+    return {"context": chosen[2], "parallel": sized_for, "one_stream": one_stream}
 
 
 def fit_key(fields):

@@ -38,6 +38,31 @@ STATE_RECORD = "engine.json"
 WAIT_POLL_S = 0.25
 
 
+def fit_advice(kind, fits, window, auto, page_rows):
+    """What an E_FIT names beyond the refusal, and what to do: (what fits, todo). ``fits`` is
+    context_fit.what_fits's answer for the refused ``window``. A todo of None is E_FIT's own."""
+    context, parallel, single = fits["context"], fits["parallel"], fits["one_stream"]
+    if kind == "window" and context is not None:
+        return ("this model takes at most %d tokens" % context,
+                "Set tensorfold_context to %d or less, or to auto." % context)
+    if context is not None and context < window:
+        said = "by the engine's figures %d tokens would fit at --parallel %s" % (context, parallel)
+        if auto:
+            return said, "Set tensorfold_context to %d, lower tensorfold_parallel, or free GPU memory." % context
+        return said, "Set tensorfold_context to %d (or auto), lower tensorfold_parallel, or free GPU memory." % context
+    if context is None and kind in ("no_stream", "parallel"):
+        # No window fits: a lower context alone cannot help.
+        if single is not None and parallel not in ("1", "auto"):
+            return ("by the engine's figures no window fits --parallel %s; one stream would fit %d tokens"
+                    % (parallel, single),
+                    "Lower tensorfold_parallel (or the --parallel of rank_container_engine_args), or free GPU "
+                    "memory; a lower tensorfold_context alone does not help.")
+        return ("by the engine's figures not one stream fits, even at a %d-token window" % page_rows,
+                "Free GPU memory: stop what holds it, lower tensorfold_memory_reserve_gib, or set tensorfold_vision: "
+                "false or tensorfold_drafter: mtp; a lower tensorfold_context or tensorfold_parallel does not help.")
+    return "", None
+
+
 class StartFailed(Exception):
     """A start that failed with a code; ``message`` is the formatted problem."""
 
@@ -504,15 +529,21 @@ class EngineContainer(object):
     def start_locked(self, image, window, cached):
         p = self.p
         auto = str(p["context"]).strip().lower() == "auto"
-        refusals = []
-        for number in (1, 2):
+        refusals, kinds = [], []
+        # At most three starts: one more at the window the figures allow, and one more again when
+        # the first refusal was the model's window (it names no memory figures, so the start at
+        # that window may still be refused for memory). Each retry asks for less, and never loops.
+        for number in (1, 2, 3):
             outcome, logs, run_dir = self.attempt(image, window, number)
             if outcome == "up":
                 break
-            fit = context_fit.analyse("\n".join(logs), window, str(p["parallel"]), page_rows=p["page_rows"])
+            text = "\n".join(logs)
+            fit = context_fit.analyse(text, window, str(p["parallel"]), page_rows=p["page_rows"])
             if fit["refused"]:
                 refusals.append(fit["reason"])
-                retry = auto and number == 1 and fit["context"] is not None and fit["context"] < window
+                kinds.append(fit["kind"])
+                retries = 2 if kinds[0] == "window" else 1
+                retry = auto and number <= retries and fit["context"] is not None and fit["context"] < window
                 if retry:
                     context_fit.write_cache_entry(self.fit_file, self.key, fit["context"])
                     self.docker.remove(p["name"])
@@ -523,8 +554,11 @@ class EngineContainer(object):
                               % (fit["reason"], self.tails(logs)),
                               "The weights do not fit: free GPU memory, lower tensorfold_memory_reserve_gib, "
                               "or set tensorfold_vision: false or tensorfold_drafter: mtp.")
-                self.fail("E_FIT", "the engine refused to start: %s. Rank log tails: %s"
-                          % (" Then, at the window its figures allowed: ".join(refusals), self.tails(logs)))
+                fits = context_fit.what_fits(text, window, str(p["parallel"]), page_rows=p["page_rows"])
+                said, todo = fit_advice(fit["kind"], fits, window, auto, p["page_rows"])
+                self.fail("E_FIT", "the engine refused to start: %s%s. Rank log tails: %s"
+                          % (". Then, at the window its figures allowed: ".join(refusals),
+                             "; " + said if said else "", self.tails(logs)), todo)
             if outcome == "timeout":
                 self.fail("E_API", "the API did not answer within %s s. %s" % (p["wait_timeout"], self.tails(logs)))
             self.fail("E_START", "the container ended (%s) before the API answered. %s" % (outcome[7:], self.tails(logs)))

@@ -19,6 +19,9 @@ description:
     C(auto) needs one. The answer is the largest multiple of O(page_rows), not above
     O(requested_context), for which they fit the budget the refusal names, read conservatively
     from the printed two-decimal figures so that the engine really admits it.
+  - A refusal split over lines (wrapped, or with another line such as NCCL's debug output in between)
+    is joined back; terminal escapes are ignored. A C(--parallel P needs) refusal is answered for the
+    P it names.
   - A refusal that the checkpoint's weights do not fit has no answer (RV(context) is null); report
     it as a memory error. C(--context N exceeds this model's W-token window) gives W.
   - With O(state_file) and O(key), an answer is recorded in the TSV cache; without O(log) and
@@ -38,7 +41,7 @@ options:
     type: int
     default: 1048576
   parallel:
-    description: The streams asked for, a number or C(auto).
+    description: The streams asked for, a number of at least 1 or C(auto).
     type: str
     default: "4"
   kv_pages:
@@ -117,7 +120,7 @@ cached:
   type: bool
   sample: false
 reason:
-  description: The refusal's line, or an empty string.
+  description: The refusal's line (joined back when it was split over lines), or an empty string.
   returned: always
   type: str
   sample: "the CUDA memory budget fits no stream: one at a 1048576-token window takes 8.00 GiB, ..."
@@ -129,6 +132,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.context_fit import (
     analyse,
+    parallel_problem,
     read_cache_file,
     write_cache_entry,
 )
@@ -153,9 +157,10 @@ def main():
     params = module.params
     if params["page_rows"] < 1:
         module.fail_json(msg="page_rows must be at least 1")
+    bad_parallel = parallel_problem(params["parallel"])
+    if bad_parallel:
+        module.fail_json(msg=bad_parallel)
     parallel = params["parallel"].strip().lower()
-    if parallel != "auto" and not parallel.isdigit():
-        module.fail_json(msg="parallel must be a number or auto, not %r" % params["parallel"])
 
     result = dict(changed=False, refused=False, kind=None, context=None, streams=None,
                   window=None, cached=False, reason="")

@@ -18,7 +18,9 @@ description:
     in a throw-away container with the same mounts, stops the old container, starts the new one,
     and waits for C(/health), failing at once when the container ends.
   - With O(context=auto), a memory-fit refusal is answered once with the largest window the engine's
-    own figures allow (recorded in C(DATA_DIR/.state/context-fit.tsv) under the key of O(fit_fields)).
+    own figures allow (recorded in C(DATA_DIR/.state/context-fit.tsv) under the key of O(fit_fields));
+    after a refusal of the model's window, which names no memory figures, the start at that window
+    gets one more (three starts at most). Otherwise a refusal fails, naming the window that would fit.
   - What was started (image, GPUs, window) is recorded in C(DATA_DIR/.state/engine.json), so a restart
     finds the image when no container runs.
   - Once the API answers the container gets O(restart_policy), so a Docker or host restart brings it

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
-"""engine_container's flow against a scripted docker CLI: the lock's life, the one context retry,
-what a restart does on a host that never served, the record, and the drain count."""
+"""engine_container's flow against a scripted docker CLI: the lock's life, the context retries
+(three starts at most), what a refused start says, what a restart does on a host that never
+served, the record, and the drain count."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -325,3 +326,100 @@ def test_defer_replace_in_check_mode_says_it_would_drain(tmp_path):
     plan.check_mode = True
     assert plan.run("started")["status"] == "would_start" and starts(docker) == 1
     assert any("drained at the gateway" in m for m in plan.messages)
+
+
+def no_stream(window, one, left):
+    return ("tensorfold: the CUDA memory budget fits no stream: one at a %d-token window takes %s GiB, and %s GiB "
+            "is left after the model's 84.50 GiB and the 4.0 GiB reserve; lower --context, or free device memory"
+            % (window, one, left))
+
+
+MODEL_WINDOW = "tensorfold: --context %d exceeds this model's 262144-token window"
+
+
+def model_window_then_memory(window):
+    """The model takes 262,144 tokens; one stream takes 10.00 GiB at that window and 9.40 GiB is left."""
+    if window > 262144:
+        return False, MODEL_WINDOW % window, ""
+    if window > 245760:
+        return False, no_stream(262144, "10.00", "9.40"), ""
+    return True, startup(1, window), ""
+
+
+def test_a_model_window_refusal_then_a_memory_refusal_gets_a_third_start(tmp_path):
+    docker = FakeDocker(model_window_then_memory)
+    result = engine(tmp_path, docker, parallel="auto").run("started")
+    # 9.395 / 10.005 * 262144 = 246162.5 -> 245760.
+    assert result["status"] == "running" and result["starts"] == 3 and result["context"] == 245760
+    assert starts(docker) == 3
+    assert open(str(tmp_path / ".state" / "context-fit.tsv")).read().count("\t245760\t") == 1
+
+
+def test_starts_stay_bounded_at_three(tmp_path):
+    docker = FakeDocker(lambda w: (False, MODEL_WINDOW % w if w > 262144 else no_stream(w, "10.00", "9.40"), ""))
+    with pytest.raises(ec.StartFailed) as failed:
+        engine(tmp_path, docker).run("started")
+    assert failed.value.code == "E_FIT" and starts(docker) == 3
+    assert failed.value.message.count("Then, at the window its figures allowed:") == 2
+    # A memory refusal first: one retry only, as before.
+    docker = FakeDocker(lambda w: (False, no_stream(w, "10.00", "9.40"), ""))
+    with pytest.raises(ec.StartFailed):
+        engine(tmp_path / "other", docker).run("started")
+    assert starts(docker) == 2
+
+
+def test_a_fixed_context_refused_for_memory_names_the_window_that_fits(tmp_path):
+    docker = FakeDocker(lambda w: (False, no_stream(w, "10.00", "9.40"), ""))
+    with pytest.raises(ec.StartFailed) as failed:
+        engine(tmp_path, docker, context="1048576").run("started")
+    message = failed.value.message
+    assert failed.value.code == "E_FIT" and starts(docker) == 1
+    # 9.395 / (4 * 10.005) * 1048576 = 246157.3 -> 245760.
+    assert "245760 tokens would fit at --parallel 4" in message
+    assert message.endswith("Set tensorfold_context to 245760 (or auto), lower tensorfold_parallel, or free GPU memory.")
+
+
+def test_a_fixed_context_above_the_model_window_names_the_model_window(tmp_path):
+    docker = FakeDocker(lambda w: (False, MODEL_WINDOW % w, ""))
+    with pytest.raises(ec.StartFailed) as failed:
+        engine(tmp_path, docker, context="1048576").run("started")
+    assert "this model takes at most 262144 tokens" in failed.value.message
+    assert failed.value.message.endswith("Set tensorfold_context to 262144 or less, or to auto.")
+
+
+def test_when_no_window_fits_the_advice_is_not_a_lower_context(tmp_path):
+    # Nothing left: not one stream fits at any window.
+    docker = FakeDocker(lambda w: (False, no_stream(w, "10.00", "-0.50"), ""))
+    with pytest.raises(ec.StartFailed) as failed:
+        engine(tmp_path, docker).run("started")
+    message = failed.value.message
+    assert failed.value.code == "E_FIT" and starts(docker) == 1
+    assert "not one stream fits" in message and message.endswith("does not help.")
+    assert "Lower tensorfold_context" not in message
+    # One stream fits 512 tokens, four do not fit one page: fewer streams help.
+    docker = FakeDocker(lambda w: (False, no_stream(w, "10.00", "0.01"), ""))
+    with pytest.raises(ec.StartFailed) as failed:
+        engine(tmp_path / "other", docker).run("started")
+    message = failed.value.message
+    assert "no window fits --parallel 4; one stream would fit 512 tokens" in message
+    assert "Lower tensorfold_parallel" in message and "a lower tensorfold_context alone does not help" in message
+
+
+def test_a_weights_refusal_with_a_negative_budget_is_e_gpu_memory(tmp_path):
+    refusal = ("tensorfold: the checkpoint's 84.5 GiB of weights do not fit the -4.0 GiB the CUDA memory budget "
+               "grants (8.0 GiB free less a 12.0 GiB reserve, capped by TENSORFOLD_CUDA_MEMORY_LIMIT_GB=8); free "
+               "device memory or adjust TENSORFOLD_MEMORY_RESERVE_GIB / TENSORFOLD_CUDA_MEMORY_LIMIT_GB")
+    docker = FakeDocker(lambda w: (False, refusal, ""))
+    with pytest.raises(ec.StartFailed) as failed:
+        engine(tmp_path, docker).run("started")
+    assert failed.value.code == "E_GPU_MEMORY" and starts(docker) == 1
+
+
+def test_a_refusal_split_by_an_nccl_line_is_retried(tmp_path):
+    def serve(window):
+        if window > 173056:
+            return False, REFUSAL[:90] + "\nnode:1:1 [0] NCCL INFO Bootstrap\n" + REFUSAL[90:], ""
+        return True, startup(4, window), ""
+
+    result = engine(tmp_path, FakeDocker(serve)).run("started")
+    assert result["status"] == "running" and result["starts"] == 2 and result["context"] == 173056
