@@ -21,8 +21,11 @@ import json
 import re
 from json.decoder import scanstring
 
+from ansible.module_utils.six import string_types
+
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 DEFAULT_INDENT = "    "  # what dockerd's own docs and nvidia-ctk write
+BOM = "\ufeff"  # dockerd (23+) skips a UTF-8 byte order mark; editors on Windows write one
 
 
 class DaemonConfigError(ValueError):
@@ -106,6 +109,26 @@ def detect_indent(text):
     return DEFAULT_INDENT
 
 
+def detect_eol(text):
+    """The file's line ending: CRLF when its first line ends so, else LF."""
+    first = text.find("\n")
+    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
+
+
+def _reject_constant(name):
+    raise DaemonConfigError("not valid JSON: %s is not a JSON value (dockerd refuses it)" % name)
+
+
+def _parse(text):
+    """The document; NaN and Infinity, which Python accepts and dockerd does not, are refused."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except DaemonConfigError:
+        raise
+    except ValueError as exc:
+        raise DaemonConfigError("not valid JSON: %s" % exc)
+
+
 def _render(value, indent, unit):
     """value as JSON text placed at a line indented by indent; unit None means one line."""
     if unit is None:
@@ -120,7 +143,7 @@ def _nest(path, value):
     return value
 
 
-def _insert(text, open_idx, close_idx, members, key, value, unit):
+def _insert(text, open_idx, close_idx, members, key, value, unit, eol="\n"):
     """Add "key": value as the last member of the object at open_idx..close_idx."""
     pair_key = json.dumps(key)
     if members:
@@ -130,35 +153,38 @@ def _insert(text, open_idx, close_idx, members, key, value, unit):
             addition = ", %s: %s" % (pair_key, _render(value, "", None))
         else:
             addition = ",\n%s%s: %s" % (indent, pair_key, _render(value, indent, unit))
-        return text[:last.value_end] + addition + text[last.value_end:]
+        # json.dumps escapes newlines inside strings: every "\n" here is a line break
+        return text[:last.value_end] + addition.replace("\n", eol) + text[last.value_end:]
     outer = _leading_ws(text, open_idx)
     inner = outer + unit
     body = "\n%s%s: %s\n%s" % (inner, pair_key, _render(value, inner, unit), outer)
-    return text[:open_idx + 1] + body + text[close_idx:]
+    return text[:open_idx + 1] + body.replace("\n", eol) + text[close_idx:]
 
 
-def _replace(text, member, value, unit):
+def _replace(text, member, value, unit, eol="\n"):
     indent = _own_line_indent(text, member.key_start)
+    if isinstance(member.value, (dict, list)) and "\n" not in text[member.value_start:member.value_end]:
+        indent = None  # an inline object or array stays inline
     rendered = _render(value, indent if indent is not None else "", unit if indent is not None else None)
-    return text[:member.value_start] + rendered + text[member.value_end:]
+    return text[:member.value_start] + rendered.replace("\n", eol) + text[member.value_end:]
 
 
 def set_member(text, path, value):
     """Return (new_text, changed) with the member at path (a list of keys) set to value.
 
-    Objects on the path that do not exist are created. Everything outside the member's value
-    keeps its bytes. An empty or whitespace-only text is treated as ``{}`` and written the way
-    dockerd documents daemon.json (4-space indentation, trailing newline).
+    Objects on the path that do not exist, or are null (dockerd reads null as empty), are created.
+    Everything outside the member's value keeps its bytes; new lines end like the file's (LF or
+    CRLF). An empty or whitespace-only text is treated as ``{}`` and written the way dockerd
+    documents daemon.json (4-space indentation, trailing newline).
     Raises DaemonConfigError when text is not a JSON object or a step of the path is not an object.
     """
     if not path:
         raise DaemonConfigError("empty path")
+    eol = detect_eol(text)
     if text.strip() == "":
-        return json.dumps(_nest(path[:-1], {path[-1]: value}), indent=DEFAULT_INDENT) + "\n", True
-    try:
-        document = json.loads(text)
-    except ValueError as exc:
-        raise DaemonConfigError("not valid JSON: %s" % exc)
+        fresh = json.dumps(_nest(path[:-1], {path[-1]: value}), indent=DEFAULT_INDENT) + "\n"
+        return fresh.replace("\n", eol), True
+    document = _parse(text)
     if not isinstance(document, dict):
         raise DaemonConfigError("the top level is not a JSON object")
 
@@ -170,12 +196,15 @@ def set_member(text, path, value):
         member = _find(members, key)
         last = depth == len(path) - 1
         if member is None:
-            new_text = _insert(text, open_idx, close_idx, members, key, _nest(path[depth + 1:], value), unit)
+            new_text = _insert(text, open_idx, close_idx, members, key, _nest(path[depth + 1:], value), unit, eol)
             break
         if last:
             if member.value == value and type(member.value) is type(value):
                 return text, False
-            new_text = _replace(text, member, value, unit)
+            new_text = _replace(text, member, value, unit, eol)
+            break
+        if member.value is None:
+            new_text = _replace(text, member, _nest(path[depth + 1:], value), unit, eol)
             break
         if not isinstance(member.value, dict):
             raise DaemonConfigError("%s is not a JSON object" % ".".join(walked + [key]))
@@ -192,20 +221,92 @@ def _set_in(document, path, value):
     result = json.loads(json.dumps(document))
     node = result
     for key in path[:-1]:
-        node = node.setdefault(key, {})
+        if node.get(key) is None:
+            node[key] = {}
+        node = node[key]
     node[path[-1]] = value
     return result
 
 
 def runtime_entry(runtime_path, runtime_args=None):
-    """The ``runtimes`` entry dockerd reads, keys in the order nvidia-ctk writes them."""
-    return {"args": list(runtime_args or []), "path": runtime_path}
+    """A new ``runtimes`` entry: nvidia-ctk's shape, plus ``runtimeArgs`` when there are arguments.
+
+    dockerd reads ``path`` and ``runtimeArgs``; ``args`` is what nvidia-ctk writes (always empty,
+    dockerd ignores it), kept so that the entry is the one nvidia-ctk would write.
+    """
+    entry = {"args": [], "path": runtime_path}
+    if runtime_args:
+        entry["runtimeArgs"] = list(runtime_args)
+    return entry
 
 
-def merge_runtime(text, name, runtime_path, runtime_args=None, set_default=False):
-    """Return (new_text, changed) with runtimes.NAME set, and default-runtime when set_default."""
-    new_text, changed = set_member(text, ["runtimes", name], runtime_entry(runtime_path, runtime_args))
+def _is_bare(path):
+    return "/" not in path
+
+
+def same_runtime_path(wanted, present, resolve=None):
+    """Whether dockerd runs the same executable for path wanted and path present.
+
+    Equal strings are the same. A bare name (dockerd looks it up in its PATH) and an absolute path
+    are the same when the basenames match and resolve(name) == resolve(absolute): resolve maps a
+    path to the file dockerd would execute (None when there is none) and is the caller's, since
+    that needs the host. Without resolve only equal strings match.
+    """
+    if wanted == present:
+        return True
+    if resolve is None or _is_bare(wanted) == _is_bare(present):
+        return False
+    name, absolute = (wanted, present) if _is_bare(wanted) else (present, wanted)
+    if not absolute.startswith("/") or absolute.rsplit("/", 1)[-1] != name:
+        return False
+    found = resolve(name)
+    return found is not None and found == resolve(absolute)
+
+
+def _args_of(entry):
+    """The entry's runtimeArgs as a list; missing or null is no arguments (dockerd reads them so)."""
+    value = entry.get("runtimeArgs")
+    return [] if value is None else value
+
+
+def _get(document, key):
+    return document.get(key) if isinstance(document, dict) else None
+
+
+def merge_runtime(text, name, runtime_path, runtime_args=None, set_default=False, resolve=None):
+    """Return (new_text, changed) with runtimes.NAME running runtime_path, and default-runtime
+    when set_default.
+
+    An existing entry keeps what is not ours (``runtimeArgs`` when we have no arguments, nvidia-ctk's
+    ``args``, any other key): only ``path`` is set when it does not name the same executable (see
+    same_runtime_path, with resolve), and ``runtimeArgs`` when arguments are given and differ. So a
+    file that already means the same comes back unchanged and Docker need not restart. A UTF-8
+    byte order mark at the start is kept.
+    """
+    bom = BOM if text.startswith(BOM) else ""
+    text = text[len(bom):]
+    runtime_args = list(runtime_args or [])
+    entry_path = ["runtimes", name]
+    entry = None
+    if text.strip() != "":
+        entry = _get(_get(_parse(text), "runtimes"), name)
+
+    if not isinstance(entry, dict):  # absent (or null, which dockerd cannot run): write ours
+        new_text, changed = set_member(text, entry_path, runtime_entry(runtime_path, runtime_args))
+    else:
+        if entry.get("runtimeType") or entry.get("options"):
+            # dockerd refuses a path next to these, so adding ours would stop it from starting
+            raise DaemonConfigError(
+                "runtimes.%s sets runtimeType or options (a containerd shim), which dockerd refuses "
+                "together with path; remove them or the whole %s entry" % (name, name))
+        new_text, changed = text, False
+        present = entry.get("path")
+        if not (isinstance(present, string_types) and same_runtime_path(runtime_path, present, resolve)):
+            new_text, changed = set_member(new_text, entry_path + ["path"], runtime_path)
+        if runtime_args and _args_of(entry) != runtime_args:
+            new_text, args_changed = set_member(new_text, entry_path + ["runtimeArgs"], runtime_args)
+            changed = changed or args_changed
     if set_default:
         new_text, default_changed = set_member(new_text, ["default-runtime"], name)
         changed = changed or default_changed
-    return new_text, changed
+    return bom + new_text, changed

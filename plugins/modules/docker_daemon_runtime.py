@@ -14,15 +14,27 @@ module: docker_daemon_runtime
 short_description: Register a runtime (such as nvidia) in Docker's daemon.json without rewriting the file
 version_added: 0.1.0
 description:
-  - Sets C(runtimes.NAME) in Docker's C(daemon.json) to an object with C(args) and C(path), the
-    entry C(nvidia-ctk runtime configure --runtime=docker) writes, and optionally C(default-runtime).
+  - Sets C(runtimes.NAME) in Docker's C(daemon.json) so that dockerd runs O(runtime_path) (with
+    O(runtime_args) as C(runtimeArgs)), and optionally C(default-runtime).
+  - A new entry is the one C(nvidia-ctk runtime configure --runtime=docker) writes, C(args) (which
+    dockerd ignores) and C(path), plus C(runtimeArgs) when O(runtime_args) is set.
+  - An existing entry is edited, not replaced. Only C(path) and, with O(runtime_args),
+    C(runtimeArgs) are set, and only when they differ; C(args), any other key, and C(runtimeArgs)
+    when O(runtime_args) is empty, stay.
+  - An entry that already means the same is left alone (no change, so no Docker restart), such as
+    nvidia-ctk's bare C(nvidia-container-runtime) when that name is found on the host's C(PATH) (or
+    systemd's default C(PATH), dockerd's) as O(runtime_path), or a missing, null or empty C(runtimeArgs).
   - Unlike C(nvidia-ctk), which parses and re-serialises the whole file, this module splices the
     entry into the existing text, so every other key keeps its bytes (order, indentation, spacing,
-    inline objects). New text follows the file's own indentation.
-  - Creates the file (and its folder) when missing. Does not restart Docker; notify a handler
-    when the result is C(changed).
-  - A file that is not a JSON object, or whose C(runtimes) is not an object, is left untouched and
-    the module fails naming the file.
+    inline objects, a UTF-8 byte order mark). New text follows the file's own indentation and line
+    endings (LF or CRLF).
+  - Creates the file (and its folder) when missing. A symbolic link stays a link; its target is
+    written (or created). Does not restart Docker; notify a handler when the
+    result is C(changed).
+  - A file that is not a JSON object (or holds C(NaN) or C(Infinity), which dockerd refuses), whose
+    C(runtimes) is not an object, or whose entry for O(name) sets C(runtimeType) or C(options)
+    (dockerd refuses those next to C(path)), is left untouched and the module fails naming the file.
+    So does a UTF-16 file. A null C(runtimes) counts as an empty object, as dockerd reads it.
 author:
   - glm53.tensorfold contributors (@glm53)
 options:
@@ -39,7 +51,9 @@ options:
     type: str
     required: true
   runtime_args:
-    description: Arguments dockerd passes to the runtime.
+    description:
+      - Arguments dockerd passes to the runtime, written as the entry's C(runtimeArgs).
+      - Empty leaves an existing entry's C(runtimeArgs) as it is.
     type: list
     elements: str
     default: []
@@ -61,6 +75,7 @@ attributes:
 notes:
   - The edit is checked before writing, the merged text must parse to the original document plus
     the runtime entry, and the file is replaced atomically.
+  - dockerd reads C(runtimeArgs), not C(args); C(args) is only nvidia-ctk's (always empty).
 """
 
 EXAMPLES = r"""
@@ -88,6 +103,11 @@ runtime:
   returned: always
   type: dict
   sample: {"args": [], "path": "/usr/bin/nvidia-container-runtime"}
+target:
+  description: The file read and written, O(path) with symbolic links resolved.
+  returned: always
+  type: str
+  sample: /etc/docker/daemon.json
 created:
   description: Whether the file did not exist before.
   returned: always
@@ -95,6 +115,7 @@ created:
   sample: false
 """
 
+import json
 import os
 import tempfile
 
@@ -102,10 +123,27 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.docker_daemon_config import (
+    BOM,
     DaemonConfigError,
     merge_runtime,
-    runtime_entry,
 )
+
+# systemd's default PATH, the one dockerd gets as docker.service
+SYSTEMD_PATH = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def resolve_executable(path):
+    """The real file dockerd would run for path (a bare name is looked up on PATH), or None."""
+    if "/" in path:
+        candidates = [path]
+    else:
+        folders = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d]
+        candidates = [os.path.join(d, path) for d in folders + [d for d in SYSTEMD_PATH if d not in folders]]
+    for candidate in candidates:
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return os.path.realpath(candidate)
+    return None
 
 
 def main():
@@ -122,41 +160,50 @@ def main():
     )
     params = module.params
     path = params["path"]
-    created = not os.path.exists(path)
+    # Write through a symbolic link (a dangling one too): replacing the link would detach the
+    # file from wherever the operator keeps it.
+    target = os.path.realpath(path)
+    created = not os.path.exists(target)
     before = ""
     if not created:
         try:
-            with open(path, "rb") as handle:
-                before = to_text(handle.read(), errors="surrogate_or_strict")
+            with open(target, "rb") as handle:
+                raw = handle.read()
+            if raw.startswith(UTF16_BOMS):
+                module.fail_json(msg="%s is UTF-16 encoded (it starts with a UTF-16 byte order mark); this module "
+                                     "edits UTF-8 only. Convert it (iconv -f UTF-16 -t UTF-8) and run again; "
+                                     "nothing was changed." % path, path=path)
+            before = to_text(raw, errors="surrogate_or_strict")
         except (IOError, OSError, UnicodeError) as exc:
             module.fail_json(msg="cannot read %s: %s" % (path, to_native(exc)), path=path)
 
     try:
         after, changed = merge_runtime(before, params["name"], params["runtime_path"],
-                                       params["runtime_args"], params["set_default"])
+                                       params["runtime_args"], params["set_default"],
+                                       resolve=resolve_executable)
     except DaemonConfigError as exc:
         module.fail_json(msg="%s cannot be merged into: %s. Fix the file by hand; nothing was changed."
                          % (path, to_native(exc)), path=path)
 
-    result = dict(changed=changed, path=path, created=created,
-                  runtime=runtime_entry(params["runtime_path"], params["runtime_args"]))
+    entry = json.loads(after[len(BOM):] if after.startswith(BOM) else after)["runtimes"][params["name"]]
+    result = dict(changed=changed, path=path, target=target, created=created, runtime=entry)
     if module._diff:
-        result["diff"] = dict(before=before, after=after, before_header=path, after_header=path)
+        result["diff"] = dict(before=before, after=after, before_header=target, after_header=target)
 
     if changed and not module.check_mode:
-        folder = os.path.dirname(path) or "."
+        folder = os.path.dirname(target) or "."
         if not os.path.isdir(folder):
             os.makedirs(folder, 0o755)
         fd, tmp = tempfile.mkstemp(prefix=".daemon.json.", dir=folder)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(to_bytes(after, errors="surrogate_or_strict"))
-            module.atomic_move(tmp, path)  # keeps an existing file's owner, mode and context
+            module.atomic_move(tmp, target)  # keeps an existing file's owner, mode and context
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
         if created:
-            file_args = module.load_file_common_arguments(dict(path=path, mode=params["mode"]))
+            file_args = module.load_file_common_arguments(dict(path=target, mode=params["mode"]))
             module.set_fs_attributes_if_different(file_args, False)
     module.exit_json(**result)
 

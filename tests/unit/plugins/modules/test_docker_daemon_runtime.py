@@ -64,3 +64,60 @@ def test_broken_file_fails_naming_it_and_stays_untouched(tmp_path, run):
     assert result["failed"]
     assert str(path) in result["msg"] and "not valid JSON" in result["msg"]
     assert path.read_text() == '{"log-driver": '
+
+
+def test_a_symlink_is_written_through_and_stays_a_link(tmp_path, run):
+    real = tmp_path / "etc-real" / "daemon.json"
+    real.parent.mkdir()
+    real.write_text(OPERATOR)
+    link = tmp_path / "daemon.json"
+    link.symlink_to(real)
+    result = run(path=str(link))
+    assert result["changed"] and result["target"] == str(real)
+    assert link.is_symlink() and os.readlink(str(link)) == str(real)
+    assert '"runtimes"' in real.read_text()
+    assert not run(path=str(link))["changed"]
+
+
+def test_a_dangling_symlink_gets_its_target_created(tmp_path, run):
+    link = tmp_path / "daemon.json"
+    link.symlink_to(tmp_path / "elsewhere" / "daemon.json")
+    result = run(path=str(link))
+    assert result["changed"] and result["created"]
+    assert link.is_symlink()
+    assert json.loads((tmp_path / "elsewhere" / "daemon.json").read_text())["runtimes"]["nvidia"]["path"]
+
+
+def test_a_utf8_byte_order_mark_is_kept(tmp_path, run):
+    path = tmp_path / "daemon.json"
+    path.write_bytes(b"\xef\xbb\xbf" + OPERATOR.encode())
+    assert run(path=str(path))["changed"]
+    assert path.read_bytes().startswith(b'\xef\xbb\xbf{\n  "log-driver"')
+    assert not run(path=str(path))["changed"]
+
+
+def test_utf16_is_refused_naming_the_encoding(tmp_path, run):
+    path = tmp_path / "daemon.json"
+    data = b"\xff\xfe" + OPERATOR.encode("utf-16-le")
+    path.write_bytes(data)
+    result = run(path=str(path))
+    assert result["failed"] and "UTF-16" in result["msg"] and str(path) in result["msg"]
+    assert path.read_bytes() == data
+
+
+def test_nvidia_ctks_bare_name_found_on_path_is_the_same_runtime(tmp_path, run, monkeypatch):
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    runtime = folder / "nvidia-container-runtime"
+    runtime.write_text("#!/bin/sh\n")
+    os.chmod(str(runtime), 0o755)
+    monkeypatch.setenv("PATH", str(folder))
+    path = tmp_path / "daemon.json"
+    ctk = '{\n    "runtimes": {\n        "nvidia": {\n            "args": [],\n            "path": "nvidia-container-runtime"\n        }\n    }\n}'
+    path.write_text(ctk)
+    result = run(path=str(path), runtime_path=str(runtime))
+    assert not result["changed"] and path.read_text() == ctk
+    assert result["runtime"] == {"args": [], "path": "nvidia-container-runtime"}
+    # a runtime_path elsewhere is another executable: the path is replaced, args kept
+    other = run(path=str(path), runtime_path="/opt/other/nvidia-container-runtime", _ansible_check_mode=True)
+    assert other["changed"] and other["runtime"] == {"args": [], "path": "/opt/other/nvidia-container-runtime"}
