@@ -11,23 +11,89 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import calendar
 import fnmatch
 import hashlib
 import re
+from email.utils import parsedate_tz
 
 MIB = 1024 * 1024
 # A killed download re-fetches at most this much: the bytes after the last committed chunk.
 MAX_CHUNK = 16 * MIB
 FULL_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
+HUB = "https://huggingface.co"
+
 MSG_TOKEN_401 = "the Hub does not accept this token"
 MSG_TOKEN_403 = ("the token's account has not agreed to the repository's terms: "
                  "open its page, accept, retry")
+MSG_TOKEN_HEADER = "the token contains characters not allowed in an HTTP header"
+
+# A file answered with one of these is asked again in the same run, after a pause: the Hub's rate
+# limit (429) and its front ends' passing failures. Each pause follows Retry-After when the reply
+# has one, capped at RETRY_AFTER_CAP_S (a reply may ask for hours); otherwise it doubles from
+# BACKOFF_S. One file pauses at most BUSY_RETRIES times and BUSY_WAIT_S seconds in all.
+BUSY_STATUSES = (429, 500, 502, 503, 504)
+BUSY_RETRIES = 3
+BACKOFF_S = 2.0
+RETRY_AFTER_CAP_S = 60.0
+BUSY_WAIT_S = 120.0
 
 
 def is_pinned(revision):
     """A revision is pinned when it is a full 40-hex commit (a branch or tag can move)."""
     return bool(FULL_COMMIT.match(revision or ""))
+
+
+def is_commit(sha):
+    """The revision a branch or tag resolved to, as a pinned commit, or None when it is not 40 hex
+    characters (a reply without ``sha`` must not become ``listing-None.json``)."""
+    if not isinstance(sha, str):
+        return None
+    sha = sha.lower()
+    return sha if FULL_COMMIT.match(sha) else None
+
+
+def offline_mode(environ):
+    """True when huggingface_hub is told to stay offline (HF_HUB_OFFLINE, or TRANSFORMERS_OFFLINE
+    when that is unset), read the way the library reads it, so both paths refuse alike."""
+    value = environ.get("HF_HUB_OFFLINE") or environ.get("TRANSFORMERS_OFFLINE") or ""
+    return value.strip().upper() in ("1", "ON", "YES", "TRUE")
+
+
+def token_header_problem(token):
+    """The E_HF_TOKEN text when the token cannot go into an HTTP header (non-ASCII or control
+    characters; a CR/LF would even add a header), else None. The token itself is never quoted."""
+    if token and any(not 0x20 <= ord(char) <= 0x7e for char in token):
+        return MSG_TOKEN_HEADER
+    return None
+
+
+def retry_after_seconds(value, now):
+    """Seconds a Retry-After header asks to wait (delay-seconds or an HTTP-date), or None when there
+    is none or it does not parse. A date in the past asks for no wait."""
+    value = (value or "").strip()
+    if not value:
+        return None
+    if value.isdigit():
+        return float(value)
+    parsed = parsedate_tz(value)
+    if parsed is None:
+        return None
+    when = calendar.timegm(parsed[:9]) - (parsed[9] or 0)
+    return max(when - now, 0.0)
+
+
+def busy_pause(retries_done, retry_after, waited):
+    """Seconds to wait before asking a busy server (429/5xx) for a file again, or None to give up:
+    after BUSY_RETRIES pauses, or when this one would take the file past BUSY_WAIT_S in all."""
+    if retries_done >= BUSY_RETRIES:
+        return None
+    pause = BACKOFF_S * 2 ** retries_done if retry_after is None else retry_after
+    pause = min(pause, RETRY_AFTER_CAP_S)
+    if waited + pause > BUSY_WAIT_S:
+        return None
+    return pause
 
 
 def plan_files(listing, allow_patterns=None):
@@ -162,13 +228,16 @@ def progress_line(done, total, elapsed):
     }
 
 
-def classify_http_error(status, error_code, error_message, repo_id, revision, token_given):
+def classify_http_error(status, error_code, error_message, repo_id, revision, token_given, path=None,
+                        endpoint=HUB):
     """Map a Hub reply to ``(code, what)``: the recipe's code and the operator's sentence.
 
     The Hub answers 401 both for a token it rejects ("Invalid credentials in Authorization
     header") and for a gated file asked without a token (X-Error-Code GatedRepo); 403 with
-    GatedRepo means a valid token whose account has not accepted the terms. A 401 or 404 with
-    RepoNotFound is an unknown (or private) repository, RevisionNotFound an unknown revision.
+    GatedRepo means a valid token whose account has not accepted the terms. Any other 403 (a signed
+    CDN link that expired, a token without read access) is a plain refusal. A 401 or 404 with
+    RepoNotFound is an unknown (or private) repository, RevisionNotFound an unknown revision,
+    EntryNotFound a file the revision does not have (``path``, when known): no rerun brings it.
     """
     error_code = error_code or ""
     error_message = error_message or ""
@@ -177,13 +246,23 @@ def classify_http_error(status, error_code, error_message, repo_id, revision, to
     if error_code == "RepoNotFound" or (status == 404 and error_code != "EntryNotFound" and not error_code):
         return "E_SETTINGS", ("the Hub has no repository %s (or it is private and the token cannot see it)"
                               % repo_id)
+    if error_code == "EntryNotFound":
+        return "E_SETTINGS", ("%s has no file %s at revision %s on %s (HTTP %s), though its listing names it; "
+                              "check the endpoint and the revision"
+                              % (repo_id, path or "(unnamed)", revision, endpoint, status))
     if status == 401:
         what = "%s: %s" % (repo_id, MSG_TOKEN_401)
         if not token_given:
             what += " (no token was given; set tensorfold_hf_token)"
         return "E_HF_TOKEN", what
+    if status == 403 and error_code == "GatedRepo":
+        return "E_HF_TOKEN", "%s: %s (%s/%s)" % (repo_id, MSG_TOKEN_403, endpoint.rstrip("/"), repo_id)
     if status == 403:
-        return "E_HF_TOKEN", "%s: %s" % (repo_id, MSG_TOKEN_403)
+        detail = (": %s" % error_message) if error_message else ""
+        advice = ("a rerun asks for a fresh download link, and if it is refused again check that the token may "
+                  "read the repository" if path else "check that the token may read the repository")
+        return "E_DOWNLOAD", "%s: access to %s denied (HTTP 403%s); %s" % (
+            repo_id, path or "the repository", detail, advice)
     if status == 416:
         return "E_DOWNLOAD", "%s: the Hub refused a resume range; rerun to resume" % repo_id
     detail = ("HTTP %s" % status) if status else "no reply"

@@ -37,11 +37,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import errno
 import hashlib
 import json
 import os
 import threading
 import time
+import zlib
 
 import queue
 from concurrent import futures
@@ -57,7 +59,14 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, h
 from ansible_collections.glm53.tensorfold.plugins.module_utils.hf_records import UNSYNCED, load_json
 
 READ_BLOCK = 1024 * 1024
+# Attempts of one file whose connection broke (each resumes from the bytes on disk).
 TRANSIENT_RETRIES = 3
+# Fetches of one file whose bytes arrive with a wrong checksum: once more, then E_DOWNLOAD.
+CHECKSUM_ATTEMPTS = 2
+# The pause before asking a busy server again (hf_plan.busy_pause decides how long); a test hook.
+busy_sleep = time.sleep
+# Errors of a full filesystem: E_DISK, never retried.
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 # A plain-HTTP body is read into PIECE-sized buffers, PIECES of them per file: the hashing
 # thread hands each back when hashed, so a file being fetched holds at most 8 MiB. (4 MiB pieces
 # cost four times the page faults and left the data out of the cache between write and hash;
@@ -88,12 +97,21 @@ def _write_json(path, data, durable=True):
     """Write atomically (temp file, rename); durably (fsync before the rename) unless told not to:
     a resume record only has to survive a kill, which loses nothing written."""
     tmp = path + ".tmp"
-    with open(tmp, "w") as handle:
-        json.dump(data, handle, sort_keys=True)
-        if durable:
-            handle.flush()
-            os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as handle:
+            json.dump(data, handle, sort_keys=True)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)  # a full disk must not keep half a file
+        except OSError:
+            pass
+        if exc.filename is None:  # a write or close names no file: the operator needs it
+            raise OSError(exc.errno, exc.strerror, path)
+        raise
 
 
 def _fsync_dir(path):
@@ -142,6 +160,13 @@ class Progress:
         self.current = ""
         self._lock = threading.Lock()
 
+    def take_back(self, count, extra_total=0):
+        """A file started over: its bytes counted so far are not counted twice, and bytes an earlier
+        run had fetched (not in the total) are now to fetch too, so ``done`` never passes ``total``."""
+        with self._lock:
+            self.done -= count
+            self.total += extra_total
+
     def add(self, count, current=None, force=False):
         with self._lock:
             self.done += count
@@ -153,15 +178,22 @@ class Progress:
             self.last = now
             line = hf_plan.progress_line(self.done, self.total, now - self.started)
             line.update({"file": self.current, "finished": False, "updated": now})
-            # For the operator's eyes only: no wait for the disk (an fsync commits the journal,
-            # which can wait for the shards' own write-back).
-            _write_json(self.path, line, durable=False)
+            self._write(line)
 
     def finish(self, summary):
         if self.path:
             line = hf_plan.progress_line(self.done, self.total, time.time() - self.started)
             line.update({"file": "", "finished": True, "summary": summary, "updated": time.time()})
+            self._write(line)
+
+    def _write(self, line):
+        # For the operator's eyes only: no wait for the disk (an fsync commits the journal, which
+        # can wait for the shards' own write-back), and a full disk must not turn the run's coded
+        # failure into a crash.
+        try:
             _write_json(self.path, line, durable=False)
+        except OSError:
+            pass
 
 
 class PieceHasher:
@@ -233,6 +265,12 @@ def plain_http(url):
     return not (("http" in proxies or "all" in proxies) and not proxy_bypass(parts.hostname))
 
 
+def deflate_decoder(first):
+    """deflate is zlib-wrapped by the RFC but raw from some servers: the first two bytes tell."""
+    wrapped = len(first) == 2 and first[0] & 0x0f == 8 and ((first[0] << 8) | first[1]) % 31 == 0
+    return zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
+
+
 class NotPlain(Exception):
     """A plain-HTTP request was redirected to HTTPS or through a proxy: the session carries it."""
 
@@ -256,6 +294,7 @@ class PlainResponse:
             self.resp = self.conn.getresponse()
             self.status_code = self.resp.status
             self.headers = self.resp.msg  # case-insensitive, like the session's
+            self.url = url
             location = self.headers.get("Location")
             if self.status_code in (301, 302, 303, 307, 308) and location:
                 self.resp.read()
@@ -271,7 +310,12 @@ class PlainResponse:
         """The body in pieces of at most ``room()`` bytes (asked before each piece: the bytes to the
         next resume point, so pieces end on it), each read straight into a pooled buffer.
         A piece ends when full or after PIECE_WAIT seconds, so on a slow link progress and resume
-        points still move; with a known length each read takes what the socket has (``readinto1``)."""
+        points still move; with a known length each read takes what the socket has (``readinto1``).
+        A body compressed despite the identity request is decoded, as the session does."""
+        coding = (self.headers.get("Content-Encoding") or "identity").strip().lower()
+        if coding not in ("", "identity"):
+            yield from self._decoded(coding, room)
+            return
         pool = queue.Queue()
         for dummy in range(PIECES):
             pool.put(bytearray(PIECE))
@@ -300,6 +344,34 @@ class PlainResponse:
                 pool.put(buf)
         if ended and remaining:  # the connection ended before Content-Length bytes
             raise ConnectionError("the body ended %d bytes short" % remaining)
+
+    def _decoded(self, coding, room):
+        """A gzip or deflate body, decoded in pieces of at most ``room()`` bytes (so a small body
+        cannot swell without bound in memory); any other coding is refused."""
+        if coding in ("gzip", "x-gzip"):
+            decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif coding == "deflate":
+            decoder = None  # zlib-wrapped as the RFC says, or raw as some servers send it: see below
+        else:
+            raise SnapshotError("E_DOWNLOAD", "%s sent a body with Content-Encoding %s although none was asked "
+                                "for; check the endpoint" % (urlsplit(self.url).netloc, coding))
+        while True:
+            data = self.resp.read(PIECE)  # http.client raises IncompleteRead when the body ends short
+            if not data:
+                break
+            if decoder is None:
+                decoder = deflate_decoder(bytearray(data[:2]))
+            while data:
+                out = decoder.decompress(data, max(1, min(room(), PIECE)))
+                data = decoder.unconsumed_tail
+                if out:
+                    yield out, None
+        if decoder is not None:
+            tail = decoder.flush()
+            if tail:
+                yield tail, None
+            if not decoder.eof:
+                raise ConnectionError("the compressed body ended early")
 
     def close(self):
         if self.conn is not None:
@@ -352,6 +424,9 @@ class Snapshot:
         self._hub = None
         self._lock = threading.Lock()
         self.boot = hf_records.boot_id()
+        self.in_run = False
+        self.pending_listing = None
+        self.settled = False
 
     # --- huggingface_hub, imported only when the Hub is needed ----------------------------------
     def hub(self):
@@ -364,18 +439,49 @@ class Snapshot:
             self._hub = (huggingface_hub, hf_utils, api)
         return self._hub
 
-    def _classify(self, exc):
-        """Turn a huggingface_hub or transport exception into a SnapshotError."""
+    def _classify(self, exc, path=None):
+        """Turn a huggingface_hub or transport exception into a SnapshotError; ``transient`` says
+        whether asking again in this run may help."""
+        names = set(cls.__name__ for cls in type(exc).__mro__)
+        if "OfflineModeIsEnabled" in names:
+            return SnapshotError("E_SETTINGS", self._offline_text(
+                ("%s must be fetched" % path) if path else "the Hub must be asked"))
+        if self.token and names & {"UnicodeEncodeError", "LocalProtocolError"}:
+            # The token went into a header it cannot be in; the exception's text may quote it.
+            return SnapshotError("E_HF_TOKEN", "%s: %s" % (self.repo_id, hf_plan.MSG_TOKEN_HEADER))
         response = getattr(exc, "response", None)
         if response is not None:
-            code, what = hf_plan.classify_http_error(
-                response.status_code, response.headers.get("X-Error-Code"),
-                response.headers.get("X-Error-Message"), self.repo_id, self.revision, bool(self.token))
-            return SnapshotError(code, what)
-        return SnapshotError("E_DOWNLOAD", "%s: download failed: %s; rerun to resume" % (
+            return self._http_error(response.status_code, response.headers, path)
+        err = SnapshotError("E_DOWNLOAD", "%s: download failed: %s; rerun to resume" % (
             self.repo_id, exc.__class__.__name__))
+        err.transient = True
+        return err
 
-    def _hub_call(self, func, *args, **kwargs):
+    def _http_error(self, status, headers, path=None):
+        code, what = hf_plan.classify_http_error(
+            status, headers.get("X-Error-Code"), headers.get("X-Error-Message"), self.repo_id, self.revision,
+            bool(self.token), path=path, endpoint=self.endpoint)
+        err = SnapshotError(code, what)
+        if status in hf_plan.BUSY_STATUSES:
+            err.busy = True
+            err.retry_after = hf_plan.retry_after_seconds(headers.get("Retry-After"), time.time())
+        return err
+
+    def _offline_text(self, need):
+        return ("%s: offline mode (HF_HUB_OFFLINE) is set and the files at %s are not all present and verified: "
+                "%s; unset HF_HUB_OFFLINE, or carry the files and their listing in (a bundle)"
+                % (self.repo_id, self.revision, need))
+
+    def _before_request(self, need):
+        """Refuse before a request that cannot go out: offline mode, or a token no header can carry."""
+        if hf_plan.offline_mode(os.environ):
+            raise SnapshotError("E_SETTINGS", self._offline_text(need))
+        problem = hf_plan.token_header_problem(self.token)
+        if problem:
+            raise SnapshotError("E_HF_TOKEN", "%s: %s" % (self.repo_id, problem))
+
+    def _hub_call(self, need, func, *args, **kwargs):
+        self._before_request(need)
         self.hub_requests += 1
         try:
             return func(*args, **kwargs)
@@ -392,10 +498,17 @@ class Snapshot:
             raise SnapshotError("E_SETTINGS", "%s: revision %r is not a full 40-hex commit; pin it (or set allow_unpinned)"
                                 % (self.repo_id, self.revision))
         api = self.hub()[2]
-        info = self._hub_call(api.model_info, self.repo_id, revision=self.revision)
-        return info.sha
+        info = self._hub_call("revision %r must be resolved on the Hub" % self.revision,
+                              api.model_info, self.repo_id, revision=self.revision)
+        commit = hf_plan.is_commit(getattr(info, "sha", None))
+        if commit is None:
+            raise SnapshotError("E_SETTINGS", "%s: the Hub resolved revision %r to no 40-hex commit (%s); pin a full "
+                                "commit" % (self.repo_id, self.revision, repr(getattr(info, "sha", None))[:60]))
+        return commit
 
     def listing(self, commit):
+        """The file list at ``commit``: recorded, given or asked of the Hub. Within ``run`` a new one
+        is kept in ``pending_listing``, recorded once the space check passed."""
         path = os.path.join(self.state_dir, "listing-%s.json" % commit)
         cached = load_json(path, None)
         if cached and cached.get("repo_id") == self.repo_id and cached.get("commit") == commit:
@@ -404,26 +517,29 @@ class Snapshot:
         if given.get("repo_id") == self.repo_id and given.get("commit") == commit and isinstance(given.get("entries"), list):
             # Another host's record of this pinned commit (a peer copy takes the seed's): the same
             # file list the Hub would give, with no request.
-            if not self.check_mode:
-                _write_json(path, {"repo_id": self.repo_id, "commit": commit, "entries": given["entries"]})
-            return given["entries"]
-        api = self.hub()[2]
+            entries = given["entries"]
+        else:
+            api = self.hub()[2]
 
-        def fetch():
-            entries = []
-            for item in api.list_repo_tree(self.repo_id, revision=commit, recursive=True):
-                if not hasattr(item, "blob_id"):
-                    continue
-                entry = {"type": "file", "path": item.path, "size": item.size, "oid": item.blob_id}
-                if item.lfs is not None:
-                    entry["lfs"] = {"oid": item.lfs.sha256, "size": item.lfs.size,
-                                    "pointerSize": item.lfs.pointer_size}
-                entries.append(entry)
-            return entries
+            def fetch():
+                found = []
+                for item in api.list_repo_tree(self.repo_id, revision=commit, recursive=True):
+                    if not hasattr(item, "blob_id"):
+                        continue
+                    entry = {"type": "file", "path": item.path, "size": item.size, "oid": item.blob_id}
+                    if item.lfs is not None:
+                        entry["lfs"] = {"oid": item.lfs.sha256, "size": item.lfs.size,
+                                        "pointerSize": item.lfs.pointer_size}
+                    found.append(entry)
+                return found
 
-        entries = self._hub_call(fetch)
+            entries = self._hub_call("its listing is not in %s" % self.state_dir, fetch)
         if not self.check_mode:
-            _write_json(path, {"repo_id": self.repo_id, "commit": commit, "entries": entries})
+            record = (path, {"repo_id": self.repo_id, "commit": commit, "entries": entries})
+            if self.in_run:
+                self.pending_listing = record
+            else:
+                _write_json(*record)
         return entries
 
     # --- local state ----------------------------------------------------------------------------
@@ -471,7 +587,8 @@ class Snapshot:
     def _settle(self, records):
         """Move the verifications an earlier run of this boot made into ``verified.json`` once their
         files are on the disk (fsync: by now the kernel has written most of them back). Returns
-        the records to work with; an earlier boot's are dropped, their files are hashed again."""
+        the records to work with; an earlier boot's are dropped, their files are hashed again. The
+        run writes them (``_save_settled``) once the space check passed."""
         unsynced = hf_records.unsynced_records(self.state_dir)
         path = os.path.join(self.state_dir, UNSYNCED)
         if not unsynced:
@@ -493,9 +610,14 @@ class Snapshot:
             if revision and (st.st_size, st.st_mtime_ns) == (int(size), int(mtime_ns)):
                 _fsync_path(final)
                 records[key] = unsynced[key]
-        _write_json(os.path.join(self.state_dir, "verified.json"), records)
-        os.unlink(path)
+        self.settled = True  # the run writes verified.json once the space check passed
         return records
+
+    def _save_settled(self, records):
+        if self.settled:
+            _write_json(os.path.join(self.state_dir, "verified.json"), records)
+            os.unlink(os.path.join(self.state_dir, UNSYNCED))
+            self.settled = False
 
     def _save_unsynced(self, unsynced):
         """Written without an fsync: the records count in this boot only, and a kill loses nothing
@@ -519,16 +641,33 @@ class Snapshot:
         finally:
             os.close(fd)
 
+    def disk_error(self, exc, path, name=None):
+        """An OSError of a file or state write as the operator's failure: E_DISK when the filesystem
+        is full (the bytes written stay for the next run), E_DOWNLOAD otherwise; never retried."""
+        path = path or getattr(exc, "filename", None)
+        reason = exc.strerror or exc.__class__.__name__
+        if not path:
+            what = "%s: cannot write in %s: %s" % (self.repo_id, self.state_dir, reason)
+        else:
+            folder = path if name is not None and os.path.isdir(path) else os.path.dirname(path)
+            what = "%s: cannot write %s in %s: %s" % (self.repo_id, name or os.path.basename(path), folder, reason)
+        return SnapshotError("E_DISK" if exc.errno in DISK_FULL else "E_DOWNLOAD", what)
+
     def _fetch(self, commit, spec, progress):
         """Fetch one file through a stable partial name, committing every chunk and hashing the bytes
-        as they arrive; check the checksum; rename. A resume hashes the bytes already on disk once."""
+        as they arrive; check the checksum; rename. A resume hashes the bytes already on disk once.
+        A broken connection is resumed at once (TRANSIENT_RETRIES attempts); a busy server (429/5xx)
+        is asked again after a pause (hf_plan.busy_pause); a wrong checksum fetches the file once more."""
         hf, hf_utils, dummy = self.hub()
         part, rec_path = self._partial_paths(commit, spec)
         final = os.path.join(self.local_dir, spec["path"])
-        attempts = 0
+        cuts = busy = wrong = 0
+        waited = 0.0
+        counted = {"done": 0, "first": None}  # this file's bytes in this run's progress, where it began
         while True:
-            attempts += 1
             offset = self._partial_offset(commit, spec)
+            if counted["first"] is None:
+                counted["first"] = offset
             if offset or os.path.exists(part):
                 # Bytes after the last commit are not trusted: drop them, fetch them again.
                 discarded = os.path.getsize(part) - offset if os.path.exists(part) else 0
@@ -537,48 +676,91 @@ class Snapshot:
                     if offset:
                         self.resumed.append({"path": spec["path"], "from": offset, "discarded": discarded})
             hasher = self._hash_file(part, spec, limit=offset) if offset else hf_plan.new_hasher(spec)
-            fd = os.open(part, os.O_WRONLY | os.O_CREAT, 0o644)
+            fd = None
             try:
+                fd = os.open(part, os.O_WRONLY | os.O_CREAT, 0o644)
                 os.ftruncate(fd, offset)
                 os.lseek(fd, offset, os.SEEK_SET)
                 self._commit_record(rec_path, spec, offset)
+            except OSError as exc:
+                if fd is not None:
+                    os.close(fd)
+                raise self.disk_error(exc, part, spec["path"])
+            try:
                 try:
-                    got, hasher = self._stream(hf, hf_utils, commit, spec, fd, hasher, offset, rec_path, progress)
+                    got, hasher = self._stream(hf, hf_utils, commit, spec, fd, hasher, offset, rec_path, progress,
+                                               counted)
                 except SnapshotError as err:
-                    if err.code == "E_DOWNLOAD" and getattr(err, "transient", False) and attempts < TRANSIENT_RETRIES:
+                    if getattr(err, "transient", False) and cuts + 1 < TRANSIENT_RETRIES:
+                        cuts += 1
                         continue
-                    raise
+                    if not getattr(err, "busy", False):
+                        raise
+                    pause = hf_plan.busy_pause(busy, err.retry_after, waited)
+                    if pause is None:
+                        raise SnapshotError(err.code, "%s (%d attempts, %d s of pauses)" % (err.what, busy + 1, waited))
+                    busy += 1
+                    waited += pause
+                    busy_sleep(pause)
+                    continue
                 if self.boot is None:
                     os.fsync(fd)  # no boot id to record the verification under: on the disk first
+            except OSError as exc:
+                raise self.disk_error(exc, part, spec["path"])
             finally:
                 os.close(fd)
+            if got > spec["size"]:
+                # The endpoint serves other bytes than the listing says: a rerun would get them again.
+                self._drop_partial(part, rec_path)
+                raise SnapshotError("E_DOWNLOAD", "%s: the server sent more bytes of %s than the listing gives (%d); "
+                                    "check that %s serves revision %s" % (self.repo_id, spec["path"], spec["size"],
+                                                                          self.endpoint, commit))
             if got != spec["size"]:
                 raise SnapshotError("E_DOWNLOAD", "%s: %s ended at %d of %d bytes; rerun to resume"
                                     % (self.repo_id, spec["path"], got, spec["size"]))
             if hasher.hexdigest() != spec["digest"]:
-                os.unlink(part)
-                os.unlink(rec_path)
-                if attempts < TRANSIENT_RETRIES:
+                self._drop_partial(part, rec_path)
+                wrong += 1
+                if wrong < CHECKSUM_ATTEMPTS:
                     self.corrupted.append({"path": spec["path"], "where": "download"})
+                    self._start_over(progress, counted)
                     continue
-                raise SnapshotError("E_DOWNLOAD", "%s: %s arrived with a wrong checksum twice; rerun to fetch it again"
-                                    % (self.repo_id, spec["path"]))
+                raise SnapshotError("E_DOWNLOAD", "%s: %s arrived with a wrong checksum %s; rerun to fetch it "
+                                    "again" % (self.repo_id, spec["path"], {2: "twice"}.get(wrong, "%d times" % wrong)))
             break
         parent = os.path.dirname(final)
-        with self._lock:
-            if not os.path.isdir(parent):
-                os.makedirs(parent, 0o755)
-        os.chmod(part, 0o444)
-        os.replace(part, final)
-        os.unlink(rec_path)
-        if self.boot is None:
-            _fsync_dir(parent)
+        try:
+            with self._lock:
+                if not os.path.isdir(parent):
+                    os.makedirs(parent, 0o755)
+            os.chmod(part, 0o444)
+            os.replace(part, final)
+            os.unlink(rec_path)
+            if self.boot is None:
+                _fsync_dir(parent)
+        except OSError as exc:
+            raise self.disk_error(exc, final, spec["path"])
         return final
 
-    def _stream(self, hf, hf_utils, commit, spec, fd, hasher, offset, rec_path, progress):
+    @staticmethod
+    def _drop_partial(part, rec_path):
+        for path in (part, rec_path):
+            if os.path.exists(path):
+                os.unlink(path)
+
+    @staticmethod
+    def _start_over(progress, counted):
+        """The file starts over from its first byte: take its counted bytes back (and add to the
+        total what an earlier run had fetched of it), so the progress never passes its total."""
+        progress.take_back(counted["done"], counted["first"])
+        counted["done"], counted["first"] = 0, 0
+
+    def _stream(self, hf, hf_utils, commit, spec, fd, hasher, offset, rec_path, progress, counted=None):
         """One GET (from ``offset`` with Range when resuming) written to ``fd`` and hashed on the way;
         returns the file's size so far and its checksum object. The resume point is recorded every
         half chunk once its bytes are written (a kill loses nothing written; no wait for the disk)."""
+        counted = {"done": 0, "first": offset} if counted is None else counted
+        self._before_request("%s must be fetched" % spec["path"])
         url = hf.hf_hub_url(self.repo_id, spec["path"], revision=commit, endpoint=self.endpoint)
         headers = hf_utils.build_hf_headers(token=self.token or False)
         headers["Accept-Encoding"] = "identity"
@@ -610,25 +792,34 @@ class Snapshot:
                 if status == 416 and offset == spec["size"]:
                     return offset, writer.close()
                 if status >= 400:
-                    code, what = hf_plan.classify_http_error(
-                        status, resp.headers.get("X-Error-Code"), resp.headers.get("X-Error-Message"),
-                        self.repo_id, self.revision, bool(self.token))
-                    raise SnapshotError(code, what)
+                    raise self._http_error(status, resp.headers, spec["path"])
                 if offset and status == 200:
                     # The server ignored the Range: start this file over from its first byte.
                     writer.close()
-                    os.ftruncate(fd, 0)
-                    os.lseek(fd, 0, os.SEEK_SET)
+                    self._start_over(progress, counted)
+                    try:
+                        os.ftruncate(fd, 0)
+                        os.lseek(fd, 0, os.SEEK_SET)
+                    except OSError as exc:
+                        raise self.disk_error(exc, self.partial_dir, spec["path"])
                     writer = PieceHasher(hf_plan.new_hasher(spec))
                     position = committed = 0
                 half_chunk = max(1, self.chunk_size // 2)
                 for piece, release in blocks(lambda: half_chunk - position % half_chunk):
-                    count = write_all(fd, piece)
+                    try:
+                        count = write_all(fd, piece)
+                    except OSError as exc:
+                        # Not the network's fault: no retry; what was committed stays for the rerun.
+                        raise self.disk_error(exc, self.partial_dir, spec["path"])
                     position += count
                     writer.update(piece, release)
+                    counted["done"] += count
                     progress.add(count, spec["path"])
                     if position // half_chunk > committed // half_chunk:  # reached or passed a resume point
-                        self._commit_record(rec_path, spec, position)
+                        try:
+                            self._commit_record(rec_path, spec, position)
+                        except OSError as exc:
+                            raise self.disk_error(exc, self.partial_dir, spec["path"])
                         committed = position
                     if position > spec["size"]:
                         break
@@ -639,17 +830,25 @@ class Snapshot:
             raise
         except Exception as exc:  # pylint: disable=broad-except  # transport errors: record, then retry/resume
             writer.close()
-            self._commit_record(rec_path, spec, position)
-            err = self._classify(exc)
-            err.transient = True
-            raise err
+            try:
+                self._commit_record(rec_path, spec, position)
+            except OSError as disk:
+                raise self.disk_error(disk, self.partial_dir, spec["path"])
+            raise self._classify(exc, spec["path"])
         return position, writer.close()
 
     # --- the run --------------------------------------------------------------------------------
     def run(self):
+        try:
+            return self._run()
+        except OSError as exc:  # a state or file write the steps did not name themselves
+            raise self.disk_error(exc, getattr(exc, "filename", None))
+
+    def _run(self):
         if not self.check_mode and not os.path.isdir(self.state_dir):
             os.makedirs(self.state_dir, 0o700)
         commit = self.resolve_commit()
+        self.in_run = True
         entries = self.listing(commit)
         files = hf_plan.plan_files(entries, self.allow_patterns)
         for spec in files:
@@ -697,9 +896,17 @@ class Snapshot:
             result.update(self._summary(False))
             return result
         if todo:
+            if hf_plan.offline_mode(os.environ):
+                raise SnapshotError("E_SETTINGS", self._offline_text("%d files (%s) must be downloaded, %s first" % (
+                    len(todo), hf_plan.human_bytes(needed), todo[0]["path"])))
             lack = hf_plan.free_space_problem(needed, free_bytes(self.local_dir))
             if lack:
                 raise SnapshotError("E_DISK", "%s into %s %s" % (self.repo_id, self.local_dir, lack))
+        # State is written only now, after the space check: a full disk fails above, with its code.
+        if self.pending_listing:
+            _write_json(*self.pending_listing)
+            self.pending_listing = None
+        self._save_settled(records)
         for path in (self.local_dir, self.partial_dir):
             if not os.path.isdir(path):
                 os.makedirs(path, 0o755)

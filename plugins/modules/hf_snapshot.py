@@ -27,9 +27,11 @@ description:
     through huggingface_hub's HTTP session.
   - A local file whose checksum does not match is reported in C(corrupted), fetched again and
     verified.
-  - "Failures are coded the recipe's way, C([CODE] host: what. What to do.): C(E_HF_TOKEN) (401 or 403),
-    C(E_DOWNLOAD) (network or server; rerun to resume), C(E_DISK), C(E_SETTINGS) (unknown
-    repository or revision, unpinned revision)."
+  - "Failures are coded the recipe's way, C([CODE] host: what. What to do.): C(E_HF_TOKEN) (401, 403 for
+    a gated repository's terms, a token no HTTP header can carry), C(E_DOWNLOAD) (network or server,
+    once 429 and 5xx replies were asked again a few times; rerun to resume), C(E_DISK) (too little
+    room before the first byte, or a full filesystem while writing), C(E_SETTINGS) (unknown
+    repository, revision or file, unpinned revision, offline mode with files still to fetch)."
 version_added: "0.1.0"
 author:
   - glm53.tensorfold contributors (@glm53)
@@ -306,7 +308,10 @@ def main():
         watchdog.start()
     try:
         if not module.check_mode and not os.path.isdir(state_dir):
-            os.makedirs(state_dir, 0o700)
+            try:
+                os.makedirs(state_dir, 0o700)
+            except OSError as err:  # a full disk or a read-only folder: the operator's failure, coded
+                raise snapshot.disk_error(err, state_dir)
         result = snapshot.run()
     except hf_transfer.SnapshotError as err:
         hf_transfer.Progress(params["progress_file"], 0).finish({"failed": err.code})

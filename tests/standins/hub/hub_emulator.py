@@ -28,7 +28,9 @@ commit, optional branches and ``gated``) and reproduces the recorded behaviour t
 Fault switches (``--faults JSON`` at start, or ``POST /_emulator/faults`` with a JSON body) to
 test clients: ``cut`` {glob: bytes} closes the connection after that many bytes of a file (once
 per file unless ``cut_always``), ``throttle_bps`` limits every body, ``corrupt`` [glob] flips one
-byte of the served content, ``status`` {glob: 401|403|500} answers that status for a file.
+byte of the served content, ``status`` {glob: 401|403|429|5xx} answers that status for a file (every
+time, or only its first ``status_times`` requests; with ``retry_after`` the reply carries that
+``Retry-After`` value).
 Every request is logged (method, path, Range, status, body bytes sent, whether a token came; never
 the token) to ``--log`` as JSON lines and at ``GET /_emulator/log``; ``POST /_emulator/reset``
 clears the log and the faults.
@@ -133,6 +135,7 @@ class State:
         self.log = []
         self.faults = faults
         self.cut_done = set()
+        self.status_seen = {}
         self.repos = {}
         self.cdn_port = 0
         self.load()
@@ -190,8 +193,9 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
         self._log(status, 0 if head else len(body), note)
 
-    def _error(self, status, code, message, head=False):
+    def _error(self, status, code, message, head=False, extra=None):
         headers = {"X-Error-Message": message, "Content-Type": "application/json"}
+        headers.update(extra or {})
         if code:
             headers["X-Error-Code"] = code
         self._send(status, json.dumps({"error": message}).encode(), headers, head=head)
@@ -222,12 +226,14 @@ class Handler(BaseHTTPRequestHandler):
             with self.state.lock:
                 self.state.faults = json.loads(body or b"{}")
                 self.state.cut_done = set()
+                self.state.status_seen = {}
             return self._json({"faults": self.state.faults})
         if url.path == "/_emulator/reset":
             with self.state.lock:
                 self.state.log = []
                 self.state.faults = {}
                 self.state.cut_done = set()
+                self.state.status_seen = {}
             self.state.load()
             return self._send(204)
         return self._error(404, None, "Not Found")
@@ -293,6 +299,13 @@ class Handler(BaseHTTPRequestHandler):
         if commit is None:
             return self._error(404, "RevisionNotFound", "Invalid rev id: %s" % rev, head=head)
         forced = self.state.fault("status", rel)
+        times = self.state.faults.get("status_times")
+        if forced and times:
+            with self.state.lock:
+                seen = self.state.status_seen.get(rel, 0)
+                self.state.status_seen[rel] = seen + 1
+            if seen >= int(times):
+                forced = None
         if repo.gated and not token_given or forced == 401:
             return self._error(401, "GatedRepo", "Access to model %s is restricted. You must have access to it and "
                                "be authenticated to access it. Please log in." % repo_id, head=head)
@@ -301,7 +314,9 @@ class Handler(BaseHTTPRequestHandler):
                                "authorized list. Visit https://huggingface.co/%s to ask for access."
                                % (repo_id, repo_id), head=head)
         if forced:
-            return self._error(int(forced), None, "Internal Error", head=head)
+            retry_after = self.state.faults.get("retry_after")
+            return self._error(int(forced), None, "Too Many Requests" if int(forced) == 429 else "Internal Error",
+                               head=head, extra={"Retry-After": str(retry_after)} if retry_after is not None else None)
         item = repo.files.get(rel)
         if item is None:
             return self._error(404, "EntryNotFound", "Entry not found", head=head)

@@ -73,11 +73,31 @@ def test_a_corrupt_download_is_refused_and_never_lands(fresh, tmp_path):
     assert not os.path.exists(tmp_path / "model" / "model-00001-of-00002.safetensors")
 
 
-def test_a_server_error_is_a_download_error_to_rerun(fresh, tmp_path):
+def test_a_server_error_is_a_download_error_to_rerun(fresh, tmp_path, monkeypatch):
+    pauses = []
+    monkeypatch.setattr(hf_transfer, "busy_sleep", pauses.append)
     control(fresh, "/_emulator/faults", {"status": {"config.json": 500}})
     with pytest.raises(hf_transfer.SnapshotError) as err:
         snapshot(fresh, tmp_path).run()
-    assert err.value.code == "E_DOWNLOAD" and "rerun to resume" in err.value.what
+    assert err.value.code == "E_DOWNLOAD" and "rerun to resume" in err.value.what and "4 attempts" in err.value.what
+    assert pauses == [2.0, 4.0, 8.0]  # asked again after a pause, a bounded number of times
+    assert len([e for e in control(fresh, "/_emulator/log") if e["path"].endswith("/config.json")]) == 4
+
+
+@pytest.mark.parametrize("status,retry_after,pause", [(429, "3", 3.0), (503, None, 2.0), (502, "0", 0.0)])
+def test_a_busy_hub_is_asked_again_after_the_pause_it_asks_for(fresh, tmp_path, monkeypatch, status, retry_after,
+                                                               pause):
+    pauses = []
+    monkeypatch.setattr(hf_transfer, "busy_sleep", pauses.append)
+    faults = {"status": {"model-00001-of-00002.safetensors": status}, "status_times": 2}
+    if retry_after is not None:
+        faults["retry_after"] = retry_after
+    control(fresh, "/_emulator/faults", faults)
+    assert snapshot(fresh, tmp_path).run()["verified"]
+    assert pauses == [pause, pause * 2 if retry_after is None else pause]
+    answers = [e["status"] for e in control(fresh, "/_emulator/log")
+               if e["path"].endswith("/model-00001-of-00002.safetensors")]
+    assert answers == [status, status, 302]
 
 
 def test_gated_repository_without_token_with_bad_token_and_without_terms(fresh, tmp_path):

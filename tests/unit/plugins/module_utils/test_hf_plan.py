@@ -126,6 +126,29 @@ def test_hub_replies_map_to_the_recipes_codes(status, code, message, token, want
     assert want_text in what
 
 
+def test_only_a_gatedrepo_403_gives_the_terms_advice_with_the_repositorys_page():
+    code, what = hf_plan.classify_http_error(403, "GatedRepo", "restricted", REPO, "r", True,
+                                             endpoint="https://huggingface.co")
+    assert code == "E_HF_TOKEN" and "open its page, accept, retry (https://huggingface.co/%s)" % REPO in what
+    for message in ("", "Signature expired"):
+        code, what = hf_plan.classify_http_error(403, None, message, REPO, "r", True, path="model.safetensors")
+        assert code == "E_DOWNLOAD" and "terms" not in what
+        assert "access to model.safetensors denied (HTTP 403" in what and message in what
+
+
+def test_a_file_missing_at_the_revision_is_a_settings_error_without_rerun_advice():
+    code, what = hf_plan.classify_http_error(404, "EntryNotFound", "Entry not found", REPO, COMMIT, True,
+                                             path="config.json", endpoint="http://mirror:8080")
+    assert code == "E_SETTINGS" and "no file config.json at revision %s on http://mirror:8080" % COMMIT in what
+    assert "rerun" not in what
+
+
+def test_a_resolved_revision_counts_only_as_40_hex():
+    assert hf_plan.is_commit(COMMIT) == COMMIT and hf_plan.is_commit(COMMIT.upper()) == COMMIT
+    for sha in (None, "", "main", COMMIT[:39], COMMIT + "a", "z" * 40, 12):
+        assert hf_plan.is_commit(sha) is None
+
+
 def test_a_401_with_a_token_does_not_blame_a_missing_token():
     dummy, what = hf_plan.classify_http_error(401, "GatedRepo", "", REPO, "r", True)
     assert "no token was given" not in what

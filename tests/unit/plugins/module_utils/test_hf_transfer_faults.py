@@ -1,0 +1,533 @@
+# -*- coding: utf-8 -*-
+"""The transfer's answers to what a Hub, a mirror or the disk may do wrong: a busy server (429/5xx,
+Retry-After), a full disk while writing state or a file, offline mode, a branch with no commit,
+refusals (403, a missing file), a token no header can carry, bodies longer than the listing or
+compressed despite the identity request. Each runs on both paths where both exist: a real HTTP
+server on loopback read with http.client, and a stand-in of huggingface_hub's session for HTTPS."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import email.utils
+import errno
+import gzip
+import hashlib
+import json
+import os
+import random
+import threading
+import time
+import zlib
+
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_transfer
+
+COMMIT = "078455ffe6472f9a52fbc1139f58b9db2881b25c"
+REPO = "owner/model"
+MIB = 1024 * 1024
+TOKEN = "hf_SeCrEtToKeN"
+
+
+def payload(size, seed=3):
+    return random.Random(seed).getrandbits(8 * size).to_bytes(size, "little") if size else b""
+
+
+def spec_for(path, data):
+    return {"path": path, "size": len(data), "kind": "lfs", "digest": hashlib.sha256(data).hexdigest()}
+
+
+def entries_for(files):
+    return [{"type": "file", "path": path, "size": len(data), "oid": "0" * 40,
+             "lfs": {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 130}}
+            for path, data in sorted(files.items())]
+
+
+def encode(step, body):
+    """A body as a server that ignores ``Accept-Encoding: identity`` sends it."""
+    if step == "gzip":
+        return gzip.compress(body), {"Content-Encoding": "gzip"}
+    if step == "deflate":
+        return zlib.compress(body), {"Content-Encoding": "deflate"}
+    if step == "raw-deflate":
+        packer = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+        return packer.compress(body) + packer.flush(), {"Content-Encoding": "deflate"}
+    if step == "br":
+        return body, {"Content-Encoding": "br"}
+    if step == "long":
+        return body + b"XXXXX", {}
+    return body, {}
+
+
+class Origin:
+    """What both stand-ins serve: ``files`` with Range (unless ``ignore_range``), after the
+    ``script`` steps, one per request: ``(status, headers)`` answers that error, "gzip" /
+    "deflate" / "raw-deflate" / "br" / "long" shape the body, "corrupt" flips a byte."""
+
+    def __init__(self):
+        self.files = {}
+        self.script = []
+        self.always = None
+        self.ignore_range = False
+        self.seen = []
+        self.lock = threading.Lock()
+
+    def answer(self, path, headers):
+        with self.lock:
+            self.seen.append({"path": path, "range": headers.get("Range"), "auth": headers.get("Authorization")})
+            step = self.script.pop(0) if self.script else self.always
+        if isinstance(step, tuple):
+            status, extra = step[0], step[1]
+            return status, dict(extra, **{"Content-Type": "application/json"}), json.dumps({"error": "x"}).encode()
+        body = self.files[path]
+        start = 0
+        if headers.get("Range") and not self.ignore_range:
+            start = int(headers["Range"][len("bytes="):-1])
+        data = body[start:]
+        if step == "corrupt" and data:
+            data = data[:-1] + bytes([data[-1] ^ 1])
+        data, extra = encode(step, data)
+        return (206 if start else 200), extra, data
+
+
+class PlainServer(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    origin = None
+
+    def log_message(self, *args):
+        return
+
+    def do_GET(self):
+        path = self.path.split("/resolve/%s/" % COMMIT, 1)[1]
+        status, headers, body = self.origin.answer(path, self.headers)
+        self.send_response(status)
+        headers["Content-Length"] = str(len(body))
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class SessionResponse:
+    def __init__(self, status, headers, body):
+        self.status_code = status
+        self.headers = headers
+        self._body = body
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def iter_raw(self):
+        for start in range(0, len(self._body), 65536):
+            yield self._body[start:start + 65536]
+
+    def iter_bytes(self):  # the session decodes what it can, as httpx does
+        coding = self.headers.get("Content-Encoding")
+        body = {"gzip": gzip.decompress, "deflate": zlib.decompress}.get(coding, lambda b: b)(self._body)
+        for start in range(0, len(body), 65536):
+            yield body[start:start + 65536]
+
+
+class Hub:
+    """huggingface_hub's module, utils, session and API in one object (the session path)."""
+
+    def __init__(self, origin, sha=COMMIT, raises=None):
+        self.origin = origin
+        self.sha = sha
+        self.raises = raises
+
+    @staticmethod
+    def hf_hub_url(repo_id, path, revision, endpoint):
+        return "%s/%s/resolve/%s/%s" % (endpoint, repo_id, revision, path)
+
+    @staticmethod
+    def build_hf_headers(token):
+        return {"Authorization": "Bearer %s" % token} if token else {}
+
+    def get_session(self):
+        return self
+
+    def stream(self, method, url, headers, timeout):
+        if self.raises is not None:
+            raise self.raises
+        return SessionResponse(*self.origin.answer(url.split("/resolve/%s/" % COMMIT, 1)[1], headers))
+
+    def model_info(self, repo_id, revision):
+        self.origin.seen.append({"path": "model_info", "range": None, "auth": None})
+        return type("Info", (), {"sha": self.sha})()
+
+    def list_repo_tree(self, *args, **kwargs):
+        raise AssertionError("the listing is given in these tests")
+
+
+@pytest.fixture
+def origin():
+    return Origin()
+
+
+@pytest.fixture
+def plain_server(origin, monkeypatch):
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    handler = type("Handler", (PlainServer,), {"origin": origin})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.daemon = True
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join(5)
+
+
+@pytest.fixture
+def pauses(monkeypatch):
+    waited = []
+    monkeypatch.setattr(hf_transfer, "busy_sleep", waited.append)
+    return waited
+
+
+@pytest.fixture
+def builder(request, origin, tmp_path, monkeypatch):
+    """``build(path, files)``: a Snapshot of ``files`` over the plain or the session path, into
+    ``tmp_path/folder``; the listing is given (no Hub request)."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+
+    def build(path, files, token=TOKEN, revision=COMMIT, hub=None, folder="", **kwargs):
+        origin.files = files
+        if path == "plain":
+            server = request.getfixturevalue("plain_server")
+            endpoint = "http://127.0.0.1:%d" % server.server_port
+        else:
+            endpoint = "https://hub.invalid"
+        snap = hf_transfer.Snapshot(REPO, revision, str(tmp_path / folder / "model"), str(tmp_path / folder / "state"),
+                                    token=token, endpoint=endpoint, chunk_size=MIB,
+                                    listing={"repo_id": REPO, "commit": COMMIT, "entries": entries_for(files)},
+                                    **kwargs)
+        hub = hub or Hub(origin)
+        if path == "plain":
+            def no_session():
+                raise AssertionError("plain HTTP goes without the session")
+            hub.get_session = no_session
+        snap._hub = (hub, hub, hub)
+        return snap
+
+    return build
+
+
+@pytest.fixture(params=["plain", "session"])
+def make(request, builder):
+    """``builder`` on the parametrized path."""
+
+    def build(files, **kwargs):
+        return builder(request.param, files, **kwargs)
+
+    build.path = request.param
+    return build
+
+
+def requests_for(origin, path):
+    return [seen for seen in origin.seen if seen["path"] == path]
+
+
+# --- 1. a busy server: 429 and 5xx are asked again after a pause --------------------------------
+
+@pytest.mark.parametrize("status", [429, 500, 502, 503, 504])
+def test_a_busy_answer_is_asked_again_after_a_pause_on_both_paths(make, origin, pauses, status):
+    data = payload(MIB + 77)
+    origin.script = [(status, {})]
+    result = make({"model.safetensors": data}).run()
+    assert result["verified"] and result["downloaded_bytes"] == len(data)
+    assert pauses == [hf_plan.BACKOFF_S]
+    assert len(requests_for(origin, "model.safetensors")) == 2
+
+
+def test_retry_after_in_seconds_and_as_an_http_date_is_followed_and_capped(make, origin, pauses):
+    data = payload(5000)
+    soon = email.utils.formatdate(time.time() + 30, usegmt=True)
+    origin.script = [(429, {"Retry-After": "7"}), (503, {"Retry-After": soon}), (429, {"Retry-After": "86400"})]
+    result = make({"model.safetensors": data}).run()
+    assert result["verified"]
+    assert pauses[0] == 7.0 and 28 <= pauses[1] <= 30
+    assert pauses[2] == hf_plan.RETRY_AFTER_CAP_S  # a day asked, 60 s waited
+
+
+def test_a_server_that_stays_busy_fails_after_a_bounded_wait(make, origin, pauses):
+    origin.always = (503, {})
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        make({"model.safetensors": payload(5000)}).run()
+    assert caught.value.code == "E_DOWNLOAD" and "HTTP 503" in caught.value.what
+    assert "%d attempts" % (hf_plan.BUSY_RETRIES + 1) in caught.value.what
+    assert pauses == [2.0, 4.0, 8.0]
+    assert len(requests_for(origin, "model.safetensors")) == hf_plan.BUSY_RETRIES + 1
+
+
+def test_the_pauses_follow_retry_after_within_their_caps():
+    now = 1000000000.0
+    assert hf_plan.retry_after_seconds("120", now) == 120.0
+    assert hf_plan.retry_after_seconds(email.utils.formatdate(now + 42, usegmt=True), now) == 42.0
+    assert hf_plan.retry_after_seconds(email.utils.formatdate(now - 42, usegmt=True), now) == 0.0
+    assert hf_plan.retry_after_seconds("soon", now) is None and hf_plan.retry_after_seconds(None, now) is None
+    assert [hf_plan.busy_pause(n, None, 0) for n in range(4)] == [2.0, 4.0, 8.0, None]
+    assert hf_plan.busy_pause(0, 3600.0, 0) == hf_plan.RETRY_AFTER_CAP_S
+    assert hf_plan.busy_pause(2, 60.0, hf_plan.BUSY_WAIT_S - 59) is None  # past the file's total wait
+
+
+# --- 2 and 3. a full disk -------------------------------------------------------------------------
+
+class FullDisk:
+    """open() of the transfer's module: files under ``under`` fail their first write, as on a
+    full filesystem (the write names no file)."""
+
+    def __init__(self, under, err=errno.ENOSPC):
+        self.under = under
+        self.err = err
+
+    def __call__(self, path, *args, **kwargs):
+        handle = open(path, *args, **kwargs)  # pylint: disable=consider-using-with
+        if not str(path).startswith(self.under):
+            return handle
+        err = self.err
+
+        class Full:
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                handle.close()
+                return False
+
+            def write(self, text):
+                raise OSError(err, os.strerror(err))
+
+        return Full()
+
+
+@pytest.mark.parametrize("err,code", [(errno.ENOSPC, "E_DISK"), (errno.EDQUOT, "E_DISK"), (errno.EIO, "E_DOWNLOAD")])
+def test_a_state_write_that_fails_is_coded_with_its_path(make, monkeypatch, tmp_path, err, code):
+    snap = make({"model.safetensors": payload(5000)})
+    monkeypatch.setattr(hf_transfer, "open", FullDisk(str(tmp_path / "state"), err), raising=False)
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        snap.run()
+    assert caught.value.code == code
+    assert "listing-%s.json" % COMMIT in caught.value.what and str(tmp_path / "state") in caught.value.what
+    assert os.strerror(err) in caught.value.what
+    assert not [name for name in os.listdir(str(tmp_path / "state")) if name.endswith(".tmp")]
+
+
+def test_the_space_check_comes_before_any_state_is_written(make, monkeypatch, tmp_path, origin):
+    snap = make({"model.safetensors": payload(5000)})
+    monkeypatch.setattr(hf_transfer, "free_bytes", lambda path: 10)
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        snap.run()
+    assert caught.value.code == "E_DISK" and "is free" in caught.value.what
+    assert os.listdir(str(tmp_path / "state")) == [] and origin.seen == []
+
+
+def test_a_progress_file_on_a_full_disk_does_not_hide_the_runs_failure(monkeypatch, tmp_path):
+    monkeypatch.setattr(hf_transfer, "open", FullDisk(str(tmp_path)), raising=False)
+    progress = hf_transfer.Progress(str(tmp_path / "progress.json"), 10)
+    progress.add(5, force=True)
+    progress.finish({"failed": "E_DISK"})  # no exception: the operator's eyes only
+
+
+@pytest.mark.parametrize("err,code", [(errno.ENOSPC, "E_DISK"), (errno.EDQUOT, "E_DISK"), (errno.EIO, "E_DOWNLOAD")])
+def test_a_disk_that_fills_mid_file_is_not_a_network_failure(make, monkeypatch, origin, tmp_path, pauses, err, code):
+    data = payload(3 * MIB + 5)
+    snap = make({"model.safetensors": data})
+    real = hf_transfer.write_all
+    written = []
+
+    def write_all(fd, piece):
+        if sum(written) >= 3 * MIB // 2:
+            raise OSError(err, os.strerror(err))
+        written.append(real(fd, piece))
+        return written[-1]
+    monkeypatch.setattr(hf_transfer, "write_all", write_all)
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        snap.run()
+    assert caught.value.code == code and os.strerror(err) in caught.value.what
+    assert "model.safetensors" in caught.value.what and snap.partial_dir in caught.value.what
+    assert len(requests_for(origin, "model.safetensors")) == 1 and pauses == []  # no retry
+    assert "rerun to resume" not in caught.value.what
+    # What was committed stays for the rerun, unverified.
+    part, rec = snap._partial_paths(COMMIT, spec_for("model.safetensors", data))
+    assert json.load(open(rec))["committed"] >= MIB and os.path.exists(part)
+    assert not os.path.exists(os.path.join(snap.local_dir, "model.safetensors"))
+
+
+# --- 4. offline mode ------------------------------------------------------------------------------
+
+def test_offline_mode_refuses_before_any_request_what_is_missing_and_passes_a_complete_copy(
+        make, monkeypatch, origin):
+    files = {"model.safetensors": payload(5000)}
+    snap = make(files)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        snap.run()
+    assert caught.value.code == "E_SETTINGS"
+    assert "offline mode (HF_HUB_OFFLINE) is set" in caught.value.what and "rerun" not in caught.value.what
+    assert origin.seen == [] and snap.hub_requests == 0
+    # A complete, verified copy (a bundle's, an earlier download) still passes offline, with no request.
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    assert make(files).run()["verified"]
+    del origin.seen[:]
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    again = make(files).run()
+    assert again["verified"] and again["download_files"] == [] and origin.seen == []
+
+
+def test_offline_mode_refuses_a_listing_or_a_branch_it_would_have_to_ask_for(make, monkeypatch, origin):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    snap = make({"model.safetensors": payload(50)})
+    snap.given_listing = None
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        snap.run()
+    assert caught.value.code == "E_SETTINGS" and "listing" in caught.value.what
+    assert "HF_HUB_OFFLINE" in caught.value.what
+    snap = make({"model.safetensors": payload(50)}, revision="main", allow_unpinned=True)
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        snap.run()
+    assert caught.value.code == "E_SETTINGS" and "HF_HUB_OFFLINE" in caught.value.what
+    assert origin.seen == []
+
+
+def test_the_librarys_offline_refusal_is_not_a_rerun(builder, origin):
+    error = type("OfflineModeIsEnabled", (ConnectionError,), {})
+    # The library's session only: on the plain path the refusal before the request covers it.
+    snap = builder("session", {"model.safetensors": payload(50)}, hub=Hub(origin, raises=error("offline")))
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        snap.run()
+    assert caught.value.code == "E_SETTINGS" and "HF_HUB_OFFLINE" in caught.value.what
+    assert "rerun" not in caught.value.what
+
+
+def test_offline_mode_is_read_as_the_library_reads_it():
+    assert hf_plan.offline_mode({"HF_HUB_OFFLINE": "1"}) and hf_plan.offline_mode({"HF_HUB_OFFLINE": "yes"})
+    assert hf_plan.offline_mode({"TRANSFORMERS_OFFLINE": "TRUE"})
+    assert not hf_plan.offline_mode({}) and not hf_plan.offline_mode({"HF_HUB_OFFLINE": "0"})
+
+
+# --- 5. a branch that resolves to no commit ------------------------------------------------------
+
+@pytest.mark.parametrize("sha", [None, "", "main", COMMIT[:12], COMMIT + "0", "g" * 40])
+def test_a_branch_that_resolves_to_no_commit_is_refused(make, origin, tmp_path, sha):
+    snap = make({"model.safetensors": payload(50)}, revision="main", allow_unpinned=True, hub=Hub(origin, sha=sha))
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        snap.run()
+    assert caught.value.code == "E_SETTINGS" and "40-hex" in caught.value.what
+    assert os.listdir(str(tmp_path / "state")) == []
+
+
+def test_a_branch_that_resolves_to_a_commit_is_taken(make, origin):
+    snap = make({"model.safetensors": payload(50)}, revision="main", allow_unpinned=True,
+                hub=Hub(origin, sha=COMMIT.upper()))
+    assert snap.run()["revision"] == COMMIT
+
+
+# --- 6 and 10. refusals and missing files ---------------------------------------------------------
+
+def test_a_403_without_gatedrepo_is_a_plain_refusal_and_gatedrepo_names_the_page(make, origin):
+    origin.script = [(403, {})]
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        make({"model.safetensors": payload(50)}).run()
+    assert caught.value.code == "E_DOWNLOAD" and "access to model.safetensors denied (HTTP 403)" in caught.value.what
+    assert "terms" not in caught.value.what
+    origin.script = [(403, {"X-Error-Code": "GatedRepo"})]
+    snap = make({"model.safetensors": payload(50)})
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        snap.run()
+    assert caught.value.code == "E_HF_TOKEN" and "open its page, accept, retry" in caught.value.what
+    assert "%s/%s" % (snap.endpoint, REPO) in caught.value.what
+
+
+def test_a_file_missing_at_the_revision_is_no_rerun(make, origin, pauses):
+    origin.script = [(404, {"X-Error-Code": "EntryNotFound", "X-Error-Message": "Entry not found"})]
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        make({"config.json": b"{}\n"}).run()
+    assert caught.value.code == "E_SETTINGS" and "no file config.json at revision %s" % COMMIT in caught.value.what
+    assert "rerun" not in caught.value.what and pauses == []
+
+
+@pytest.mark.parametrize("token", [u"hf_t\u00f6k\u00e9n", "hf_a\r\nX-Injected: 1", "hf_\x00nul", u"hf_\u2603"])
+def test_a_token_no_header_can_carry_is_refused_without_a_request_and_never_shown(make, origin, token):
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        make({"model.safetensors": payload(50)}, token=token).run()
+    assert caught.value.code == "E_HF_TOKEN" and hf_plan.MSG_TOKEN_HEADER in caught.value.what
+    assert token not in caught.value.what and "hf_" not in caught.value.what
+    assert origin.seen == []
+
+
+def test_a_header_error_of_the_library_is_a_token_error_that_does_not_quote_it(tmp_path):
+    snap = hf_transfer.Snapshot(REPO, COMMIT, str(tmp_path / "m"), str(tmp_path / "s"), token=TOKEN)
+    for name in ("LocalProtocolError", "UnicodeEncodeError"):
+        exc = type(name, (Exception,), {})("Illegal header value b'Bearer %s'" % TOKEN)
+        err = snap._classify(exc)
+        assert err.code == "E_HF_TOKEN" and TOKEN not in err.what and not getattr(err, "transient", False)
+    assert hf_plan.token_header_problem("hf_sp ace") is None and hf_plan.token_header_problem(None) is None
+
+
+# --- 7, 8 and 9. bodies ---------------------------------------------------------------------------
+
+def test_a_download_with_a_wrong_checksum_is_fetched_twice_as_the_message_says(make, origin):
+    origin.always = "corrupt"
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        make({"model.safetensors": payload(5000)}).run()
+    assert "wrong checksum twice" in caught.value.what
+    assert len(requests_for(origin, "model.safetensors")) == 2
+
+
+def test_a_body_longer_than_the_listing_says_so_without_rerun_advice(make, origin, pauses):
+    origin.always = "long"
+    snap = make({"config.json": b'{"a": 1}\n'})
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        snap.run()
+    assert caught.value.code == "E_DOWNLOAD" and "more bytes of config.json than the listing gives" in caught.value.what
+    assert "rerun" not in caught.value.what and "ended at" not in caught.value.what
+    assert len(requests_for(origin, "config.json")) == 1
+    assert not os.listdir(snap.partial_dir)  # bytes that are not the file's do not stay
+
+
+@pytest.mark.parametrize("step", ["gzip", "deflate", "raw-deflate"])
+def test_a_compressed_body_sent_despite_identity_is_decoded_on_both_paths_alike(builder, origin, step):
+    files = {"config.json": b'{"a": 1}\n' * 3, "model.safetensors": payload(2 * MIB + 3)}
+    origin.always = step
+    paths = ["plain", "session"] if step != "raw-deflate" else ["plain"]  # the stand-in session decodes as httpx
+    for path in paths:
+        result = builder(path, files, folder=path).run()
+        assert result["verified"] and result["downloaded_bytes"] == sum(len(data) for data in files.values())
+
+
+def test_an_unknown_content_encoding_on_the_plain_path_is_refused_clearly(builder, origin):
+    origin.always = "br"
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        builder("plain", {"config.json": b"{}\n"}).run()
+    assert caught.value.code == "E_DOWNLOAD" and "Content-Encoding br" in caught.value.what
+
+
+# --- cosmetic: a server that ignores Range --------------------------------------------------------
+
+def test_progress_never_passes_its_total_when_a_server_ignores_range(make, origin, tmp_path):
+    data = payload(2 * MIB + 9)
+    spec = spec_for("model.safetensors", data)
+    origin.ignore_range = True
+    snap = make({"model.safetensors": data})
+    os.makedirs(snap.partial_dir)
+    part, rec = snap._partial_paths(COMMIT, spec)
+    with open(part, "wb") as handle:
+        handle.write(data[:MIB])
+    with open(rec, "w") as handle:
+        json.dump({"path": spec["path"], "digest": spec["digest"], "size": spec["size"], "committed": MIB}, handle)
+    progress = tmp_path / "progress.json"
+    snap.progress_file = str(progress)
+    result = snap.run()
+    assert result["verified"]
+    line = json.load(open(str(progress)))
+    assert line["done"] <= line["total"] and line["done"] == len(data)
