@@ -8,8 +8,9 @@ with ``docker`` and ``gpus``: the Docker daemon, the GPUs, the driver and peer-t
 same task as the gpu_host_verdict action that judges it: ``verdict`` reads the answer with
 ``observe``, ``host_problems`` returns every problem as a
 record (``codes.record``), in the recipe's order: platform, tools, Docker daemon, docker group,
-NVIDIA runtime, GPU count and model, driver, memory per GPU, compute processes, power cap,
-peer-to-peer, disk, host memory, ports.
+NVIDIA runtime, GPU count, model and state (reachable, no reset needed, MIG off), driver, memory per
+GPU, compute processes, power cap, peer-to-peer, disk, host memory, ports. A GPU value nvidia-smi
+cannot report is W_GPU_UNREAD, never a silent pass.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -20,7 +21,8 @@ import re
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import record
 from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi import (
-    p2p_problems,
+    gpu_fault,
+    p2p_finding,
     version_at_least,
 )
 
@@ -106,12 +108,43 @@ def _gpus(host, observed, expect, problems):
     for index in missing:
         problems.append(record("E_GPU", host, "GPU %d (tensorfold_gpus) is not on this host (it has %s)"
                                % (index, _gpu_list(gpus)), gpu=index))
+    for lost in info.get("unreachable") or []:
+        problems.append(record(
+            "E_GPU", host, "nvidia-smi cannot reach the GPU at PCI %s (%s)" % (lost.get("pci_bus_id"), lost.get("error")),
+            "Reboot the host; if the GPU stays unreachable, check the card (dmesg shows its Xid errors) or take it out.",
+            pci_bus_id=lost.get("pci_bus_id")))
     pattern = expect.get("model_pattern") or ""
     for gpu in selected:
         if not re.search(pattern, gpu.get("name") or ""):
             problems.append(record("E_GPU", host, "GPU %d is %s, not a card matching '%s'"
                                    % (gpu["index"], gpu.get("name"), pattern), gpu=gpu["index"]))
+        _gpu_state(host, gpu, problems)
     return selected
+
+
+def _gpu_state(host, gpu, problems):
+    """A selected GPU that needs a reset, is lost, or is split into MIG instances cannot hold a rank."""
+    index = gpu["index"]
+    fault = gpu_fault(gpu)
+    if fault and fault[0] == "reset":
+        problems.append(record("E_GPU", host, "GPU %d needs a reset (nvidia-smi prints %s)" % (index, fault[1]),
+                               "Reset it with nvidia-smi -r -i %d once nothing uses it, or reboot the host." % index,
+                               gpu=index))
+    elif fault:
+        problems.append(record("E_GPU", host, "GPU %d is lost to the driver (nvidia-smi prints %s)" % (index, fault[1]),
+                               "Reboot the host; if it is lost again, check the card (dmesg shows its Xid errors).",
+                               gpu=index))
+    if (gpu.get("mig_mode") or "").lower() == "enabled":
+        problems.append(record("E_GPU", host, "GPU %d has MIG mode enabled; a rank needs the whole card" % index,
+                               "Turn MIG off with nvidia-smi -i %d -mig 0 (as root), then reset the GPU "
+                               "(nvidia-smi -r -i %d) or reboot the host." % (index, index), gpu=index))
+
+
+def _unread(gpu, fields):
+    """``"memory.used and memory.free"`` and what nvidia-smi printed for them, for fields read as None."""
+    printed = gpu.get("placeholders") or {}
+    texts = sorted(set(printed.get(field) or "no value" for field in fields))
+    return " and ".join(fields), ", ".join(texts)
 
 
 def _driver(host, observed, expect, problems):
@@ -129,6 +162,16 @@ def _driver(host, observed, expect, problems):
 def _gpu_memory(host, selected, expect, problems):
     min_free, max_used = expect.get("min_free_mib", 88000), expect.get("max_used_mib", 4096)
     for gpu in selected:
+        # A value that cannot be read is said so, never taken as a pass (a faulty GPU is E_GPU already).
+        unread = [field for field, key in (("memory.used", "memory_used_mib"), ("memory.free", "memory_free_mib"))
+                  if gpu.get(key) is None]
+        if unread and not gpu_fault(gpu):
+            fields, printed = _unread(gpu, unread)
+            problems.append(record(
+                "W_GPU_UNREAD", host, "GPU %d's %s cannot be read (nvidia-smi prints %s), so its memory was not checked"
+                % (gpu["index"], fields, printed),
+                "Read it as root with nvidia-smi -q -d MEMORY -i %d before the ranks use this GPU." % gpu["index"],
+                gpu=gpu["index"], fields=unread))
         free = gpu.get("memory_free_mib")
         if free is not None and free < min_free:
             problems.append(record("E_GPU_MEMORY", host, "GPU %d (%s) has %d MiB free; the ranks need at least %d MiB"
@@ -141,11 +184,16 @@ def _gpu_memory(host, selected, expect, problems):
             reasons.append("uses %d MiB (a GPU must use under %d MiB)" % (used, max_used))
         apps = gpu.get("processes") or []
         if apps:
-            reasons.append("runs %s" % ", ".join(
-                "%s (pid %s, %s MiB)" % (p.get("name"), p.get("pid"), p.get("used_memory_mib")) for p in apps))
+            reasons.append("runs %s" % ", ".join(_process(p) for p in apps))
         if reasons:
             problems.append(record("E_GPU_BUSY", host, "GPU %d %s" % (gpu["index"], " and ".join(reasons)),
                                    gpu=gpu["index"]))
+
+
+def _process(app):
+    memory = app.get("used_memory_mib")
+    return "%s (pid %s, %s)" % (app.get("name") or "a process without a name", app.get("pid") or "unknown",
+                                "memory not reported" if memory is None else "%s MiB" % memory)
 
 
 def _power(host, selected, expect, problems):
@@ -154,7 +202,14 @@ def _power(host, selected, expect, problems):
         return
     for gpu in selected:
         limit = gpu.get("power_limit_w")
-        if limit is not None and limit > cap:
+        if limit is None and not gpu_fault(gpu):
+            fields, printed = _unread(gpu, ["power.limit"])
+            problems.append(record(
+                "W_GPU_UNREAD", host, "GPU %d's %s cannot be read (nvidia-smi prints %s), so the %g W cap was not checked"
+                % (gpu["index"], fields, printed, cap),
+                "Read it with nvidia-smi -q -d POWER -i %d, or set gpu_host_checks_power_cap_w to 0 for this card."
+                % gpu["index"], gpu=gpu["index"], fields=["power.limit"]))
+        elif limit is not None and limit > cap:
             problems.append(record("W_POWER", host, "GPU %d's power limit is %g W, above %g W"
                                    % (gpu["index"], limit, cap), gpu=gpu["index"]))
 
@@ -166,10 +221,9 @@ def _p2p(host, observed, selected, expect, problems):
     if peer.get("failed"):
         problems.append(record("W_P2P", host, "could not read peer-to-peer support: %s" % peer.get("msg")))
         return
-    texts = p2p_problems(peer.get("read") or {}, peer.get("write") or {})
-    if texts:
-        problems.append(record(
-            "W_P2P", host, "NVML reports no peer-to-peer between the cards (IOMMU/ACS, BIOS): %s" % "; ".join(texts)))
+    finding = p2p_finding(peer.get("read") or {}, peer.get("write") or {})
+    if finding:
+        problems.append(record("W_P2P", host, finding[0], finding[1]))
 
 
 def _resources(host, observed, expect, problems, own_ranks_running):
@@ -244,7 +298,9 @@ def summary_line(host, result):
 def verdict(host, resources, gpu_info, expect):
     """One host's verdict from host_resources' answer and gpu_info's (host_resources' own
     ``gpu_info`` when it was asked with ``gpus``): ``{status, problems, gpus}``, ``gpus`` being the
-    checked GPUs in rank order (those the host has)."""
+    checked GPUs in rank order (those the host has). An expectation that is None (the action's typed
+    spec fills each one left out so) takes its default."""
+    expect = dict((key, value) for key, value in (expect or {}).items() if value is not None)
     observed = observe(resources, gpu_info)
     problems = host_problems(host, observed, expect)
     gpus = select((observed["gpu_info"] or {}).get("gpus") or [], expect.get("gpu_indices", [0, 1]))[0]

@@ -8,7 +8,11 @@ the unit tests can feed them real recordings. Accepted shapes (all seen on real 
 
 - ``--query-gpu=FIELDS --format=csv`` with a header whose numeric columns carry units
   (``memory.total [MiB]``) and values with units (``143771 MiB``, ``700.00 W``), or
-  ``--format=csv,noheader,nounits`` with bare values. ``[N/A]`` and ``[Not Supported]`` read as None.
+  ``--format=csv,noheader,nounits`` with bare values. Any bracketed value (``[N/A]``,
+  ``[Not Supported]``, ``[Unknown Error]``, ``[GPU requires reset]``...) reads as None; parse_gpus
+  keeps its text in the GPU's ``placeholders``.
+- ``Unable to determine the device handle for GPU0000:41:00.0: Unknown Error`` among the rows (exit
+  0): a GPU the driver cannot reach; parse_gpu_answer returns it apart, the other rows still read.
 - ``--query-compute-apps=FIELDS`` the same way; an idle GPU prints the header alone (or nothing).
 - ``topo -p2p r|w|n|a|p`` matrices: the header row wrapped in ANSI underline escapes, columns
   split by tabs or runs of spaces, an optional ``P2P Connectivity Matrix`` title, a legend.
@@ -23,9 +27,20 @@ __metaclass__ = type
 import re
 
 # What gpu_info asks, in this order (the module passes these to --query-gpu).
+# mig.mode.current is last and may be absent from a row (OPTIONAL_GPU_FIELDS): answers to the
+# older ten-field list (the H200 recordings of gpu_info's query) still read, MIG mode None.
 GPU_QUERY_FIELDS = (
     "index", "uuid", "name", "pci.bus_id", "memory.total", "memory.used", "memory.free",
-    "compute_cap", "power.limit", "driver_version",
+    "compute_cap", "power.limit", "driver_version", "mig.mode.current",
+)
+OPTIONAL_GPU_FIELDS = ("mig.mode.current",)
+# parse_gpus' keys for the fields, and how each value reads (index is read apart: it must be there).
+GPU_KEYS = (
+    ("uuid", "uuid", "text"), ("name", "name", "text"), ("pci.bus_id", "pci_bus_id", "text"),
+    ("memory.total", "memory_total_mib", "number"), ("memory.used", "memory_used_mib", "number"),
+    ("memory.free", "memory_free_mib", "number"), ("compute_cap", "compute_cap", "text"),
+    ("power.limit", "power_limit_w", "number"), ("driver_version", "driver_version", "text"),
+    ("mig.mode.current", "mig_mode", "text"),
 )
 # What gpu_info asks about compute processes (--query-compute-apps).
 APP_QUERY_FIELDS = ("gpu_uuid", "pid", "process_name", "used_memory")
@@ -35,11 +50,12 @@ HEADER_ALIASES = {
     "used_memory": ("used_gpu_memory",),
 }
 
-# Values that mean "no value" in nvidia-smi's CSV output.
-MISSING_VALUES = frozenset((
-    "", "n/a", "[n/a]", "not supported", "[not supported]", "[unknown error]",
-    "[insufficient permissions]", "[gpu is lost]", "[requires root]",
-))
+# Unbracketed values that mean "no value" in nvidia-smi's CSV output; any bracketed value does too
+# (NVML's error texts are many and grow with drivers: [Unknown Error], [GPU requires reset]...).
+MISSING_VALUES = frozenset(("", "n/a", "not supported"))
+
+# Placeholders that say the GPU itself is out of order, not only that one value is unknown.
+GPU_FAULTS = (("requires reset", "reset"), ("gpu is lost", "lost"), ("gpu lost", "lost"))
 
 # P2P statuses nvidia-smi's legend defines (X is a GPU with itself).
 P2P_STATUSES = {
@@ -58,6 +74,10 @@ _UNIT_IN_HEADER = re.compile(r"\s*\[[^\]]*\]\s*$")
 _VALUE_WITH_UNIT = re.compile(r"^([-+]?[0-9]+(?:\.[0-9]+)?)\s*(?:MiB|GiB|KiB|W|%|MHz|C)?$")
 _GPU_LABEL = re.compile(r"^GPU(\d+)$")
 _CUDA_VERSION = re.compile(r"CUDA(?:\s+UMD)?\s+Version\s*:\s*([0-9]+(?:\.[0-9]+)*)", re.IGNORECASE)
+# A GPU the driver cannot reach: nvidia-smi prints this on stdout among the good rows and exits 0.
+_DEVICE_ERROR = re.compile(
+    r"^\s*Unable to (?:determine|get) the device handle for (?:GPU\s*)?"
+    r"([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-9A-Fa-f]+)\s*:?\s*(.*?)\s*$", re.IGNORECASE)
 _DRIVER_VERSION = re.compile(
     r"(?:DRIVER\s+version|Driver\s+Version|KMD\s+Version)\s*:\s*([0-9]+(?:\.[0-9]+)*)", re.IGNORECASE)
 
@@ -72,15 +92,18 @@ def strip_ansi(text):
 
 
 def is_missing(value):
-    """True for the placeholders nvidia-smi prints instead of a value."""
-    return value is None or value.strip().lower() in MISSING_VALUES
+    """True for the placeholders nvidia-smi prints instead of a value (any ``[...]``)."""
+    if value is None:
+        return True
+    value = value.strip()
+    return value.lower() in MISSING_VALUES or (value.startswith("[") and value.endswith("]"))
 
 
 def to_number(value):
     """``"143771 MiB"`` -> 143771, ``"700.00 W"`` -> 700.0, ``"[N/A]"`` -> None.
 
     Integers stay int; anything with a decimal point becomes float. Raises NvidiaSmiParseError
-    for text that is neither a number nor a known placeholder.
+    for text that is neither a number nor a placeholder.
     """
     if is_missing(value):
         return None
@@ -110,23 +133,29 @@ def _is_header(cells, fields):
     return True
 
 
-def parse_csv(text, fields, free_text_field=None):
+def parse_csv(text, fields, free_text_field=None, optional_tail=0):
     """Rows of a ``--format=csv`` answer as dicts keyed by ``fields`` (values still text).
 
     The header line, when present, must name ``fields`` in order (units in brackets and the
     aliases nvidia-smi uses are allowed). ``free_text_field`` names a column that may itself hold
-    commas (a process name): extra cells are joined back into it.
+    commas (a process name): only the columns around it are split off, so it keeps its own text.
+    The last ``optional_tail`` fields may be missing from the whole answer (header and every row
+    alike), as in an answer to the list without them.
     """
     rows = []
     lines = [line for line in strip_ansi(text).splitlines() if line.strip()]
+    widths = set(len(line.split(",")) for line in lines)
+    if optional_tail and len(widths) == 1 and len(fields) - optional_tail <= min(widths) < len(fields):
+        fields = fields[:min(widths)]  # an answer to the shorter list: the missing fields read None
     for number, line in enumerate(lines):
         cells = [cell.strip() for cell in line.split(",")]
         if number == 0 and _is_header(cells, fields):
             continue
         if len(cells) > len(fields) and free_text_field in fields:
             at = fields.index(free_text_field)
-            extra = len(cells) - len(fields)
-            cells = cells[:at] + [", ".join(cells[at:at + extra + 1])] + cells[at + extra + 1:]
+            before = line.split(",", at)
+            middle_and_after = before.pop().rsplit(",", len(fields) - at - 1)
+            cells = [cell.strip() for cell in before + middle_and_after]
         if len(cells) != len(fields):
             raise NvidiaSmiParseError(
                 "expected %d comma-separated values, got %d in %r" % (len(fields), len(cells), line))
@@ -134,40 +163,73 @@ def parse_csv(text, fields, free_text_field=None):
     return rows
 
 
+def split_device_errors(text):
+    """``(text without them, [{pci_bus_id, error}])``: the lines where nvidia-smi says it cannot
+    reach a GPU (``Unable to determine the device handle for GPU0000:41:00.0: Unknown Error``)."""
+    kept, unreachable = [], []
+    for line in strip_ansi(text or "").splitlines():
+        match = _DEVICE_ERROR.match(line)
+        if match:
+            unreachable.append({"pci_bus_id": match.group(1), "error": match.group(2).rstrip(".") or "no reason given"})
+        else:
+            kept.append(line)
+    return "\n".join(kept), unreachable
+
+
+def parse_gpu_answer(text, fields=GPU_QUERY_FIELDS):
+    """The ``--query-gpu`` answer as ``{gpus, unreachable}``: parse_gpus' dicts, and the GPUs
+    nvidia-smi printed an error line for instead of a row (split_device_errors)."""
+    text, unreachable = split_device_errors(text)
+    gpus = []
+    optional = 0
+    while optional < len(fields) and fields[len(fields) - 1 - optional] in OPTIONAL_GPU_FIELDS:
+        optional += 1
+    for row in parse_csv(text, fields, optional_tail=optional):
+        index = to_number(row["index"])
+        if not isinstance(index, int):
+            raise NvidiaSmiParseError("GPU index is not a whole number: %r" % row["index"])
+        gpu = {"index": index}
+        placeholders = {}
+        for field, key, kind in GPU_KEYS:
+            raw = row.get(field)
+            gpu[key] = to_number(raw) if kind == "number" else to_text(raw)
+            if raw is not None and is_missing(raw) and raw.strip():
+                placeholders[field] = raw.strip()
+        gpu["placeholders"] = placeholders
+        gpus.append(gpu)
+    return {"gpus": gpus, "unreachable": unreachable}
+
+
 def parse_gpus(text, fields=GPU_QUERY_FIELDS):
     """The ``--query-gpu`` answer (with or without header/units) as gpu_info's dicts.
 
     Each dict has index, uuid, name, pci_bus_id, memory_total_mib, memory_used_mib,
-    memory_free_mib, compute_cap (text such as ``"12.0"``), power_limit_w and driver_version;
-    a value nvidia-smi does not report is None.
+    memory_free_mib, compute_cap (text such as ``"12.0"``), power_limit_w, driver_version and
+    mig_mode (``Enabled``/``Disabled``); a value nvidia-smi does not report (or a field not in
+    ``fields``) is None. ``placeholders`` maps each field nvidia-smi printed a placeholder for to
+    that text (``{"memory.used": "[Unknown Error]"}``), so a check can say why it cannot judge.
     """
-    gpus = []
-    for row in parse_csv(text, fields):
-        index = to_number(row["index"])
-        if not isinstance(index, int):
-            raise NvidiaSmiParseError("GPU index is not a whole number: %r" % row["index"])
-        gpus.append({
-            "index": index,
-            "uuid": to_text(row.get("uuid")),
-            "name": to_text(row.get("name")),
-            "pci_bus_id": to_text(row.get("pci.bus_id")),
-            "memory_total_mib": to_number(row.get("memory.total")),
-            "memory_used_mib": to_number(row.get("memory.used")),
-            "memory_free_mib": to_number(row.get("memory.free")),
-            "compute_cap": to_text(row.get("compute_cap")),
-            "power_limit_w": to_number(row.get("power.limit")),
-            "driver_version": to_text(row.get("driver_version")),
-        })
-    return gpus
+    return parse_gpu_answer(text, fields)["gpus"]
+
+
+def gpu_fault(gpu):
+    """``("reset" | "lost", placeholder)`` when a GPU's placeholders say it needs a reset or is
+    lost, else None."""
+    for text in sorted((gpu.get("placeholders") or {}).values()):
+        for words, fault in GPU_FAULTS:
+            if words in text.lower():
+                return fault, text
+    return None
 
 
 def parse_compute_apps(text, fields=APP_QUERY_FIELDS):
     """The ``--query-compute-apps`` answer as ``{gpu_uuid, pid, name, used_memory_mib}`` dicts.
 
-    An idle host prints the header alone (or nothing): that is an empty list.
+    An idle host prints the header alone (or nothing): that is an empty list. A line for a GPU the
+    driver cannot reach is left out (parse_gpu_answer reports that GPU).
     """
     apps = []
-    for row in parse_csv(text, fields, free_text_field="process_name"):
+    for row in parse_csv(split_device_errors(text)[0], fields, free_text_field="process_name"):
         apps.append({
             "gpu_uuid": to_text(row.get("gpu_uuid")),
             "pid": to_number(row.get("pid")),
@@ -282,13 +344,25 @@ def p2p_problems(read, write, legend=None):
     return texts
 
 
-def p2p_warning(read, write, legend=None):
-    """The ``W_P2P`` text naming every pair without peer-to-peer, or None when all are OK."""
+def p2p_finding(read, write, legend=None):
+    """W_P2P's ``(what, what to do)`` naming every pair without peer-to-peer, or None when all are
+    OK. What to do is None (the code's own advice: IOMMU/ACS, BIOS) unless every failing status is
+    GNS: then the cards themselves lack peer-to-peer (consumer cards), and no host setting helps."""
     texts = p2p_problems(read, write, legend)
     if not texts:
         return None
-    return ("[W_P2P] NVML reports no peer-to-peer between the cards (IOMMU/ACS, BIOS): %s. "
-            "NCCL still works over host memory, but more slowly." % "; ".join(texts))
+    if (set(read.values()) | set(write.values())) - set(("OK",)) == set(("GNS",)):
+        return ("these cards do not support peer-to-peer (GNS: GPU not supported): %s" % "; ".join(texts),
+                "NCCL still works over host memory, but more slowly; no host setting turns it on for these cards.")
+    return "NVML reports no peer-to-peer between the cards (IOMMU/ACS, BIOS): %s" % "; ".join(texts), None
+
+
+def p2p_warning(read, write, legend=None):
+    """The ``W_P2P`` text naming every pair without peer-to-peer, or None when all are OK."""
+    finding = p2p_finding(read, write, legend)
+    if finding is None:
+        return None
+    return "[W_P2P] %s. %s" % (finding[0], finding[1] or "NCCL still works over host memory, but more slowly.")
 
 
 def parse_cuda_version(text):

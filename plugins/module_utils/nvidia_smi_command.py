@@ -113,17 +113,22 @@ def read_p2p(module, binary, gpus, answers=None):
 
 def read_gpu_info(module, nvidia_smi=None, gpus=None, p2p_gpus=None):
     """gpu_info's answer (``gpus``, ``driver_version``, ``cuda_version``, with ``p2p_gpus`` also
-    ``peer``): every GPU, its memory and compute processes, the driver and CUDA versions. A missing
+    ``peer``, and ``unreachable`` when nvidia-smi cannot reach a GPU: its PCI bus id): every GPU,
+    its memory and compute processes, the driver and CUDA versions. A missing
     nvidia-smi, a failed call or a GPU index the host lacks fails ``module`` (``module.fail_json``)."""
     binary = find_nvidia_smi(module, nvidia_smi)
     gpu_query = ["--query-gpu=" + ",".join(smi.GPU_QUERY_FIELDS), "--format=csv,noheader,nounits"]
     app_query = ["--query-compute-apps=" + ",".join(smi.APP_QUERY_FIELDS), "--format=csv,noheader,nounits"]
     answers = ask_at_once(module, binary, [gpu_query, app_query, ["--version"]] + (list(P2P_QUERIES) if p2p_gpus else []))
     try:
-        found = smi.parse_gpus(run_nvidia_smi(module, binary, gpu_query, answers))
+        answer = smi.parse_gpu_answer(run_nvidia_smi(module, binary, gpu_query, answers))
         apps = smi.parse_compute_apps(run_nvidia_smi(module, binary, app_query, answers))
     except smi.NvidiaSmiParseError as err:
         module.fail_json(msg="could not read nvidia-smi's answer: %s" % err)
+    found, unreachable = answer["gpus"], answer["unreachable"]
+    for gpu in unreachable:
+        module.warn("nvidia-smi cannot reach the GPU at PCI %s (%s): it is left out of the GPUs."
+                    % (gpu["pci_bus_id"], gpu["error"]))
     smi.attach_processes(found, apps)
     driver = found[0]["driver_version"] if found else None
     for gpu in found:
@@ -132,14 +137,18 @@ def read_gpu_info(module, nvidia_smi=None, gpus=None, p2p_gpus=None):
         selected = smi.select_gpus(found, gpus or [])
     except KeyError as err:
         have = ", ".join("%d (%s)" % (g["index"], g["name"]) for g in found) or "none"
-        module.fail_json(msg="GPU index %s not found: this host has %d GPU(s): %s." % (
-            ", ".join(str(i) for i in err.args[0]), len(found), have), gpus=found)
+        lost = "".join("; nvidia-smi cannot reach the GPU at PCI %s (%s)" % (g["pci_bus_id"], g["error"])
+                       for g in unreachable)
+        module.fail_json(msg="GPU index %s not found: this host has %d GPU(s): %s%s." % (
+            ", ".join(str(i) for i in err.args[0]), len(found), have, lost), gpus=found, unreachable=unreachable)
     version_text = run_nvidia_smi(module, binary, ["--version"], answers)
     cuda = smi.parse_cuda_version(version_text)
     if cuda is None:  # older drivers: --version has no CUDA line; the banner has
         cuda = smi.parse_cuda_version(run_nvidia_smi(module, binary, []))
     driver = driver or smi.parse_driver_version(version_text)
     result = dict(gpus=selected, driver_version=driver, cuda_version=cuda)
+    if unreachable:
+        result["unreachable"] = unreachable
     if p2p_gpus:
         result["peer"] = peer_between(module, binary, p2p_gpus, [g["index"] for g in found], answers)
     return result

@@ -22,9 +22,10 @@ description:
     O(resources) and M(glm53.tensorfold.gpu_info) (asked with its
     O(glm53.tensorfold.gpu_info#module:p2p_gpus) option) in O(gpu_info).
   - Judges against O(expect) and returns every problem with its code, in the recipe's order of
-    checks (platform, tools, Docker daemon, docker group, NVIDIA runtime, GPU count and model,
-    driver, memory per GPU, compute processes, power cap, peer-to-peer, disk, host memory, ports),
-    with the host's status.
+    checks (platform, tools, Docker daemon, docker group, NVIDIA runtime, GPU count, model and state
+    (reachable, no reset needed, MIG off), driver, memory per GPU, compute processes, power cap,
+    peer-to-peer, disk, host memory, ports), with the host's status. A GPU value nvidia-smi cannot
+    report (C([N/A]), C([Unknown Error])...) is a C(W_GPU_UNREAD) warning, never a silent pass.
   - Shows the problems in its own result - with O(fail) and an error, the task fails with every
     problem's message (each starts with its code and the host); otherwise each problem is a warning
     under the task.
@@ -52,11 +53,46 @@ options:
     type: dict
   expect:
     description:
-      - What the host must have - C(gpu_count), C(gpu_indices), C(model_pattern), C(min_driver),
-        C(min_cuda), C(min_free_mib), C(max_used_mib), C(power_cap_w), C(p2p), C(docker),
-        C(min_host_memory_gib) (the gpu_host_checks role's settings).
+      - What the host must have (the gpu_host_checks role's settings). Each value is converted to
+        its type, so text such as C("300") from C(-e) is judged as the number; one left out takes
+        the default below.
     type: dict
     default: {}
+    suboptions:
+      gpu_count:
+        description: The host must have at least this many GPUs (default 2).
+        type: int
+      gpu_indices:
+        description: The GPUs to check, rank order (default C([0, 1])).
+        type: list
+        elements: int
+      model_pattern:
+        description: Regular expression every checked GPU's name must match (default any).
+        type: str
+      min_driver:
+        description: Oldest NVIDIA driver version accepted (default C("580")).
+        type: str
+      min_cuda:
+        description: Oldest CUDA version the driver must support (default C("13.0")).
+        type: str
+      min_free_mib:
+        description: Free memory each checked GPU needs, MiB (default 88000).
+        type: int
+      max_used_mib:
+        description: Used memory at or above which a GPU is busy, MiB (default 4096).
+        type: int
+      power_cap_w:
+        description: Warn when a checked GPU's power limit is above this, W; 0 or none turns the check off.
+        type: float
+      p2p:
+        description: Check peer-to-peer between the checked GPUs (default true).
+        type: bool
+      docker:
+        description: Run the Docker checks (default true).
+        type: bool
+      min_host_memory_gib:
+        description: Warn below this much available host memory, GiB (default 16).
+        type: float
   fail:
     description:
       - Fail the task when the host has an error (status C(fail)), its message listing every
@@ -149,7 +185,20 @@ ARGUMENT_SPEC = dict(
     host_resources=dict(type="dict"),
     resources=dict(type="dict"),
     gpu_info=dict(type="dict"),
-    expect=dict(type="dict", default={}),
+    # Typed, so a value that arrives as text (-e gpu_host_checks_power_cap_w=300) is judged as a number.
+    expect=dict(type="dict", default={}, options=dict(
+        gpu_count=dict(type="int"),
+        gpu_indices=dict(type="list", elements="int"),
+        model_pattern=dict(type="str"),
+        min_driver=dict(type="str"),
+        min_cuda=dict(type="str"),
+        min_free_mib=dict(type="int"),
+        max_used_mib=dict(type="int"),
+        power_cap_w=dict(type="float"),
+        p2p=dict(type="bool"),
+        docker=dict(type="bool"),
+        min_host_memory_gib=dict(type="float"),
+    )),
     fail=dict(type="bool", default=False),
     fleet=dict(type="list", elements="str"),
 )

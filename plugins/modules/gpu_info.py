@@ -14,8 +14,11 @@ short_description: Read the NVIDIA GPUs of a host, their memory and the processe
 version_added: 0.1.0
 description:
   - Asks C(nvidia-smi) for every GPU's index, UUID, name, PCI bus id, memory (total, used, free),
-    compute capability and power limit, for the compute processes on each GPU, and for the driver
-    and CUDA versions.
+    compute capability, power limit and MIG mode, for the compute processes on each GPU, and for
+    the driver and CUDA versions.
+  - A GPU nvidia-smi cannot reach (it prints C(Unable to determine the device handle for GPU...)
+    instead of its row) is left out of RV(gpus), listed in RV(unreachable) and warned about; the
+    other GPUs are still read.
   - Only reads; it never changes the host, so check mode gives the same answer.
   - Fails with a clear message when C(nvidia-smi) is missing, exits non-zero (for example exit
     status 6, "No devices were found", or 9 when the driver is not loaded), or when a GPU index
@@ -69,7 +72,8 @@ RETURN = r"""
 gpus:
   description:
     - One dict per selected GPU, in the order asked (index order when O(gpus) is empty).
-    - A value nvidia-smi reports as C([N/A]) or C([Not Supported]) is null.
+    - A value nvidia-smi prints a placeholder for (C([N/A]), C([Not Supported]), C([Unknown Error]),
+      C([GPU requires reset]), any C([...])) is null; RV(gpus[].placeholders) keeps the text.
   returned: success
   type: list
   elements: dict
@@ -110,6 +114,14 @@ gpus:
       description: The enforced power limit in watts.
       type: float
       sample: 400.0
+    mig_mode:
+      description: The current MIG mode, C(Enabled) or C(Disabled); null on a card without MIG.
+      type: str
+      sample: Disabled
+    placeholders:
+      description: What nvidia-smi printed instead of a value, per query field (empty when every value was read).
+      type: dict
+      sample: {"memory.used": "[Unknown Error]", "mig.mode.current": "[N/A]"}
     processes:
       description: The compute processes on this GPU.
       type: list
@@ -125,6 +137,12 @@ gpus:
           description: GPU memory the process holds, in MiB (null when not reported).
           type: int
       sample: [{"pid": 473, "name": "python3", "used_memory_mib": 20998}]
+unreachable:
+  description: The GPUs nvidia-smi printed an error for instead of a row, by PCI bus id as it printed it.
+  returned: when nvidia-smi cannot reach a GPU
+  type: list
+  elements: dict
+  sample: [{"pci_bus_id": "0000:41:00.0", "error": "Unknown Error"}]
 driver_version:
   description: The NVIDIA driver version.
   returned: success

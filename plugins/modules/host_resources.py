@@ -192,7 +192,7 @@ docker:
 gpu_info:
   description:
     - With O(gpus), the answer of M(glm53.tensorfold.gpu_info) for those options (C(gpus), C(driver_version),
-      C(cuda_version), C(peer)), or C(failed) and C(msg) when the GPUs cannot be read.
+      C(cuda_version), C(peer), C(unreachable)), or C(failed) and C(msg) when the GPUs cannot be read.
   returned: with O(gpus)
   type: dict
 """

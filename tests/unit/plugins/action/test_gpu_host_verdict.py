@@ -135,3 +135,27 @@ def test_the_fleet_summary_counts_a_host_whose_read_failed_as_no_result():
     assert fleet["lines"][1:] == ["%s: FAIL (no result: the host was unreachable or failed before the checks)" % h
                                   for h in ("b", "c")]
     assert fleet["counts"] == {"pass": 0, "warn": 1, "fail": 2}
+
+
+def test_expectations_given_as_text_are_judged_as_their_types():
+    # -e gpu_host_checks_power_cap_w=300 and the like reach the task as text.
+    text = dict((key, str(value).lower() if isinstance(value, bool) else str(value)) for key, value in EXPECT.items()
+                if key != "gpu_indices")
+    text.update(power_cap_w="300", gpu_count="2", min_host_memory_gib="16", p2p="false", gpu_indices=["1", "0"])
+    result = run({"host_resources": READ, "expect": text}, ANSWER)[0]
+    assert [p["code"] for p in result["problems"]] == ["W_POWER", "W_POWER"]
+    assert "power limit is 400 W, above 300 W" in result["problems"][0]["message"]
+    low = copy.deepcopy(ANSWER)
+    low["memory_available_mib"] = 8192
+    low["gpu_info"]["peer"] = {"read": {"0-1": "CNS", "1-0": "CNS"}, "write": {"0-1": "CNS", "1-0": "CNS"}}
+    result = run({"host_resources": READ, "expect": dict(text, power_cap_w="0")}, low)[0]
+    assert [p["code"] for p in result["problems"]] == ["W_MEMORY"]  # p2p "false" is false, 16 GiB a number
+
+
+def test_expectations_left_out_take_their_defaults_and_unknown_or_bad_ones_are_refused():
+    result = run({"host_resources": READ, "expect": {"model_pattern": "RTX PRO 6000"}}, ANSWER)[0]
+    assert result["status"] == "pass" and [g["index"] for g in result["gpus"]] == [0, 1]
+    with pytest.raises(AnsibleActionFail, match="power_cap"):
+        run({"host_resources": READ, "expect": dict(EXPECT, power_cap="300")}, ANSWER)
+    with pytest.raises(AnsibleActionFail, match="gpu_count"):
+        run({"host_resources": READ, "expect": dict(EXPECT, gpu_count="two")}, ANSWER)

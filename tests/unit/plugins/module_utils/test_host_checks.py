@@ -20,10 +20,11 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils.host_checks impor
 RTX = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"
 
 
-def gpu(index, name=RTX, used=2, free=97250, power=400.0, processes=None):
+def gpu(index, name=RTX, used=2, free=97250, power=400.0, processes=None, mig="Disabled", placeholders=None):
     return {"index": index, "uuid": "GPU-%d" % index, "name": name, "pci_bus_id": "0:%d" % index,
             "memory_total_mib": 97887, "memory_used_mib": used, "memory_free_mib": free,
-            "compute_cap": "12.0", "power_limit_w": power, "processes": processes or []}
+            "compute_cap": "12.0", "power_limit_w": power, "mig_mode": mig, "placeholders": placeholders or {},
+            "processes": processes or []}
 
 
 HEALTHY = {
@@ -252,3 +253,85 @@ def test_a_registered_result_without_a_verdict_counts_as_no_result():
     summary = fleet_summary([("a", crashed), ("b", {"status": "pass", "problems": [], "changed": False})])
     assert summary["lines"] == ["a: FAIL (no result: the host was unreachable or failed before the checks)", "b: pass"]
     assert summary["hosts"]["a"]["codes"] == ["NO_RESULT"] and summary["counts"]["fail"] == 1
+
+
+def with_gpus(*gpus, **info):
+    return observed(gpu_info=dict({"gpus": list(gpus), "driver_version": "580.95.05", "cuda_version": "13.0"}, **info))
+
+
+def test_unreadable_gpu_memory_is_a_warning_naming_the_gpu_and_the_fields_never_a_silent_pass():
+    error = {"memory.used": "[Unknown Error]", "memory.free": "[Unknown Error]"}
+    denied = {"memory.used": "[Insufficient Permissions]"}
+    problems = host_problems("h", with_gpus(gpu(0, used=None, free=None, placeholders=error),
+                                            gpu(1, used=None, placeholders=denied)), EXPECT)
+    assert codes(problems) == ["W_GPU_UNREAD", "W_GPU_UNREAD"] and status(problems) == "warn"
+    assert problems[0]["message"].startswith(
+        "[W_GPU_UNREAD] h: GPU 0's memory.used and memory.free cannot be read (nvidia-smi prints [Unknown Error]), "
+        "so its memory was not checked. Read it as root with nvidia-smi -q -d MEMORY -i 0")
+    assert "GPU 1's memory.used cannot be read (nvidia-smi prints [Insufficient Permissions])" in problems[1]["message"]
+    assert (problems[0]["gpu"], problems[1]["fields"]) == (0, ["memory.used"])
+
+
+def test_an_unreadable_power_limit_warns_only_when_the_cap_is_checked():
+    card = gpu(1, power=None, placeholders={"power.limit": "[N/A]"})
+    problems = host_problems("h", with_gpus(gpu(0), card), EXPECT)
+    assert codes(problems) == ["W_GPU_UNREAD"]
+    assert "GPU 1's power.limit cannot be read (nvidia-smi prints [N/A]), so the 400 W cap was not checked" in \
+        problems[0]["message"]
+    assert host_problems("h", with_gpus(gpu(0), card), dict(EXPECT, power_cap_w=0)) == []
+
+
+@pytest.mark.parametrize("text,words", [
+    ("[GPU requires reset]", "GPU 1 needs a reset (nvidia-smi prints [GPU requires reset]). Reset it with "
+                             "nvidia-smi -r -i 1"),
+    ("[GPU is lost]", "GPU 1 is lost to the driver (nvidia-smi prints [GPU is lost]). Reboot the host"),
+])
+def test_a_checked_gpu_that_needs_a_reset_or_is_lost_is_e_gpu_and_an_unchecked_one_is_not(text, words):
+    def broken(index):
+        return gpu(index, used=None, free=None, power=None,
+                   placeholders={"memory.used": text, "memory.free": text, "power.limit": text})
+    problems = host_problems("h", with_gpus(gpu(0), broken(1), gpu(2)), EXPECT)
+    assert codes(problems) == ["E_GPU"] and problems[0]["gpu"] == 1  # not also "unreadable"
+    assert words in problems[0]["message"]
+    assert host_problems("h", with_gpus(gpu(0), gpu(1), broken(2)), EXPECT) == []
+
+
+def test_mig_enabled_on_a_checked_gpu_is_e_gpu_with_how_to_turn_it_off():
+    problems = host_problems("h", with_gpus(gpu(0, mig=None), gpu(1, mig="Enabled"), gpu(2, mig="Enabled")), EXPECT)
+    assert codes(problems) == ["E_GPU"] and problems[0]["gpu"] == 1
+    assert problems[0]["message"] == (
+        "[E_GPU] h: GPU 1 has MIG mode enabled; a rank needs the whole card. Turn MIG off with nvidia-smi -i 1 -mig 0 "
+        "(as root), then reset the GPU (nvidia-smi -r -i 1) or reboot the host.")
+
+
+def test_a_gpu_nvidia_smi_cannot_reach_is_e_gpu_naming_its_bus_id():
+    seen = with_gpus(gpu(0), gpu(1), unreachable=[{"pci_bus_id": "0000:41:00.0", "error": "Unknown Error"}])
+    problems = host_problems("h", seen, dict(EXPECT, gpu_count=3))
+    assert codes(problems) == ["E_GPU", "E_GPU"]
+    assert "found 2 GPU(s)" in problems[0]["message"]
+    assert problems[1]["message"].startswith("[E_GPU] h: nvidia-smi cannot reach the GPU at PCI 0000:41:00.0 "
+                                             "(Unknown Error). Reboot the host")
+    assert problems[1]["pci_bus_id"] == "0000:41:00.0"
+
+
+def test_a_process_whose_memory_is_not_reported_says_so():
+    busy = gpu(0, processes=[{"pid": 4242, "name": "python3", "used_memory_mib": None}])
+    problems = host_problems("h", with_gpus(busy, gpu(1)), EXPECT)
+    assert "GPU 0 runs python3 (pid 4242, memory not reported)" in problems[0]["message"]
+
+
+def test_cards_without_peer_to_peer_are_not_blamed_on_iommu_or_the_bios():
+    gns = {"0-1": "GNS", "1-0": "GNS"}
+    problems = host_problems("h", observed(peer={"read": gns, "write": gns, "peer_ok": False}), EXPECT)
+    assert codes(problems) == ["W_P2P"]
+    assert "these cards do not support peer-to-peer" in problems[0]["message"]
+    assert "IOMMU" not in problems[0]["message"] and "BIOS" not in problems[0]["message"]
+
+
+def test_expectations_left_empty_take_their_defaults():
+    # The action's typed spec gives every expectation not set as None.
+    empty = dict((key, None) for key in EXPECT)
+    answer = verdict("h", ANSWER, dict(ANSWER["gpu_info"], gpus=[gpu(0), gpu(1, power=600.0)]), empty)
+    assert codes(answer["problems"]) == []  # no power cap unless one is set
+    answer = verdict("h", ANSWER, dict(ANSWER["gpu_info"], gpus=[gpu(0)]), dict(empty, power_cap_w=400.0))
+    assert codes(answer["problems"]) == ["E_GPU", "E_GPU"]  # two GPUs, [0, 1], by default

@@ -35,6 +35,7 @@ def test_idle_h200_reads_the_same_with_and_without_header_and_units(name):
         "index": 0, "uuid": UUID, "name": "NVIDIA H200", "pci_bus_id": "00000000:00:06.0",
         "memory_total_mib": 143771, "memory_used_mib": 0, "memory_free_mib": 143156,
         "compute_cap": "9.0", "power_limit_w": 700.0, "driver_version": "580.159.04",
+        "mig_mode": "Disabled", "placeholders": {},
     }]
 
 
@@ -46,17 +47,65 @@ def test_busy_h200_shows_the_20_gib_held():
 
 def test_the_modules_own_field_order_parses_with_units_and_placeholders():
     header = ("index, uuid, name, pci.bus_id, memory.total [MiB], memory.used [MiB], memory.free [MiB], "
-              "compute_cap, power.limit [W], driver_version\n")
+              "compute_cap, power.limit [W], driver_version, mig.mode.current\n")
     rows = ("0, GPU-a, NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 00000000:01:00.0, 97887 MiB, "
-            "2 MiB, 97250 MiB, 12.0, 400.00 W, 580.95.05\n"
+            "2 MiB, 97250 MiB, 12.0, 400.00 W, 580.95.05, Disabled\n"
             "1, GPU-b, NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 00000000:02:00.0, 97887 MiB, "
-            "[N/A], [N/A], 12.0, [Not Supported], 580.95.05\n")
+            "[N/A], [N/A], 12.0, [Not Supported], 580.95.05, [N/A]\n")
     gpus = smi.parse_gpus(header + rows)
     assert [g["index"] for g in gpus] == [0, 1]
-    assert gpus[0]["power_limit_w"] == 400.0
+    assert gpus[0]["power_limit_w"] == 400.0 and gpus[0]["mig_mode"] == "Disabled"
     assert gpus[1]["memory_used_mib"] is None
-    assert gpus[1]["power_limit_w"] is None
+    assert gpus[1]["power_limit_w"] is None and gpus[1]["mig_mode"] is None
     assert gpus[1]["name"] == "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"
+    assert gpus[1]["placeholders"] == {"memory.used": "[N/A]", "memory.free": "[N/A]",
+                                       "power.limit": "[Not Supported]", "mig.mode.current": "[N/A]"}
+
+
+def row(index, used="2", free="97250", power="400.00", mig="Disabled"):
+    """One row of gpu_info's own query (no header, no units), as nvidia-smi prints it."""
+    return ("%d, GPU-%d, NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 00000000:0%d:00.0, 97887, %s, %s, "
+            "12.0, %s, 580.95.05, %s\n" % (index, index, index + 1, used, free, power, mig))
+
+
+@pytest.mark.parametrize("text", ["[Unknown Error]", "[Insufficient Permissions]", "[GPU requires reset]",
+                                  "[GPU Lost]", "[Some Error A Later Driver Adds]"])
+def test_any_bracketed_placeholder_reads_none_and_its_text_is_kept(text):
+    assert smi.to_number(text) is None and smi.to_text(text) is None
+    gpus = smi.parse_gpus(row(0, used=text, free=text, power=text) + row(1))
+    assert gpus[0]["memory_used_mib"] is None and gpus[0]["memory_free_mib"] is None
+    assert gpus[0]["placeholders"] == {"memory.used": text, "memory.free": text, "power.limit": text}
+    assert gpus[1]["memory_free_mib"] == 97250 and gpus[1]["placeholders"] == {}
+
+
+def test_a_gpu_that_needs_a_reset_or_is_lost_says_so_and_others_do_not():
+    gpus = smi.parse_gpus(row(0, used="[GPU requires reset]", free="[GPU requires reset]") + row(1, power="[GPU is lost]")
+                          + row(2, used="[Unknown Error]") + row(3))
+    assert [smi.gpu_fault(g) for g in gpus] == [
+        ("reset", "[GPU requires reset]"), ("lost", "[GPU is lost]"), None, None]
+
+
+def test_mig_mode_is_read_and_the_older_field_list_still_reads():
+    assert "mig.mode.current" in smi.GPU_QUERY_FIELDS
+    assert [g["mig_mode"] for g in smi.parse_gpus(row(0, mig="Enabled") + row(1, mig="[N/A]"))] == ["Enabled", None]
+    older = smi.GPU_QUERY_FIELDS[:-1]  # the list the H200 recordings of gpu_info's query answer
+    assert smi.parse_gpus(row(0).rsplit(",", 1)[0] + "\n", older)[0]["mig_mode"] is None
+    # A short row among full ones is no answer to either list: an error, not a guess.
+    with pytest.raises(smi.NvidiaSmiParseError):
+        smi.parse_gpus(row(0) + row(1).rsplit(",", 1)[0] + "\n")
+
+
+@pytest.mark.parametrize("line,bus,error", [
+    ("Unable to determine the device handle for GPU0000:41:00.0: Unknown Error", "0000:41:00.0", "Unknown Error"),
+    ("Unable to determine the device handle for GPU 0000:0B:00.0: GPU is lost.  Reboot the system to recover this GPU",
+     "0000:0B:00.0", "GPU is lost.  Reboot the system to recover this GPU"),
+])
+def test_a_gpu_the_driver_cannot_reach_is_reported_apart_and_the_others_still_read(line, bus, error):
+    answer = smi.parse_gpu_answer(line + "\n" + row(0) + row(1))
+    assert [g["index"] for g in answer["gpus"]] == [0, 1]
+    assert answer["unreachable"] == [{"pci_bus_id": bus, "error": error}]
+    apps = smi.parse_compute_apps(line + "\nGPU-0, 12, python3, 100\n")
+    assert apps == [{"gpu_uuid": "GPU-0", "pid": 12, "name": "python3", "used_memory_mib": 100}]
 
 
 def test_a_row_of_the_wrong_width_is_an_error_not_a_guess():
@@ -87,9 +136,10 @@ def test_busy_host_lists_the_process_with_its_memory(name):
     assert apps == [{"gpu_uuid": UUID, "pid": 473, "name": "python3", "used_memory_mib": 20998}]
 
 
-def test_a_process_name_with_commas_stays_whole():
-    apps = smi.parse_compute_apps("GPU-a, 12, /opt/x,y/bin/python, 100\n")
-    assert apps == [{"gpu_uuid": "GPU-a", "pid": 12, "name": "/opt/x, y/bin/python", "used_memory_mib": 100}]
+@pytest.mark.parametrize("name", ["/opt/x,y/bin/python", "ray::IDLE, worker,1", "a,,b"])
+def test_a_process_name_with_commas_keeps_its_own_text(name):
+    apps = smi.parse_compute_apps("GPU-a, 12, %s, 100\n" % name)
+    assert apps == [{"gpu_uuid": "GPU-a", "pid": 12, "name": name, "used_memory_mib": 100}]
 
 
 def test_busy_gpu_is_reported_with_its_process():
@@ -175,6 +225,15 @@ def test_text_without_a_matrix_is_an_error():
         smi.parse_p2p_matrix("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n")
 
 
+def test_cards_without_peer_to_peer_are_not_blamed_on_the_platform():
+    gns = {"0-1": "GNS", "1-0": "GNS"}
+    text = smi.p2p_warning(gns, gns)
+    assert text.startswith("[W_P2P] these cards do not support peer-to-peer")
+    assert "IOMMU" not in text and "BIOS" not in text
+    mixed = smi.p2p_finding({"0-1": "GNS", "1-0": "CNS"}, gns)
+    assert "IOMMU/ACS" in mixed[0] and mixed[1] is None  # a chipset status too: the platform's advice
+
+
 def test_p2p_warning_names_each_pair_and_is_none_when_all_ok():
     ok = {"0-1": "OK", "1-0": "OK"}
     assert smi.p2p_warning(ok, ok) is None
@@ -226,12 +285,27 @@ def test_failure_text_carries_command_exit_status_and_message():
     assert "is not a valid field" in smi.command_failure(["nvidia-smi"], 2, recorded("bad_field"), "")
 
 
-@pytest.mark.parametrize("name", ["gpu_info_query", "gpu_info_query_nh"])
-def test_the_gpu_info_modules_own_query_as_recorded_on_the_h200(name):
+@pytest.mark.parametrize("name", ["gpu_info_query_mig", "gpu_info_query_mig_nh"])
+def test_the_gpu_info_modules_query_as_recorded_on_the_h200(name):
+    # The exact field list gpu_info asks today, MIG mode included, answered by a real H200.
     assert recorded_fields(name, "--query-gpu") == smi.GPU_QUERY_FIELDS
+    assert smi.parse_gpus(recorded(name)) == [{
+        "index": 0, "uuid": "GPU-d2f52e65-61cf-7ab6-ae85-f7bf96a0c6a3", "name": "NVIDIA H200",
+        "pci_bus_id": "00000000:00:06.0", "memory_total_mib": 143771, "memory_used_mib": 0,
+        "memory_free_mib": 143156, "compute_cap": "9.0", "power_limit_w": 700.0, "driver_version": "580.159.04",
+        "mig_mode": "Disabled", "placeholders": {},
+    }]
+
+
+@pytest.mark.parametrize("name", ["gpu_info_query", "gpu_info_query_nh"])
+def test_the_gpu_info_modules_query_before_mig_mode_as_recorded_on_the_h200(name):
+    # Recorded before mig.mode.current was asked (it is the one field added since); the H200's MIG
+    # mode is in the query_csv recordings. The parser reads the answer to either list.
+    assert recorded_fields(name, "--query-gpu") + ("mig.mode.current",) == smi.GPU_QUERY_FIELDS
     gpus = smi.parse_gpus(recorded(name))
     assert gpus == [{
         "index": 0, "uuid": "GPU-b52f4189-5e10-3862-c8b5-0e9447d38f9f", "name": "NVIDIA H200",
         "pci_bus_id": "00000000:00:06.0", "memory_total_mib": 143771, "memory_used_mib": 0,
         "memory_free_mib": 143156, "compute_cap": "9.0", "power_limit_w": 700.0, "driver_version": "580.159.04",
+        "mig_mode": None, "placeholders": {},
     }]

@@ -101,11 +101,18 @@ def test_a_failing_peer_to_peer_query_carries_its_details():
     assert raised.value.details["rc"] == 9 and raised.value.details["cmd"] == ["nvidia-smi", "topo", "-p2p", "r"]
 
 
-def gpu_reads():
-    """Recorded answers of a real one-GPU host for every read gpu_info makes (no compute process)."""
-    args, rc, out, err = recording("gpu_info_query_nh")
+def gpu_query_answer(gpu_row=None):
+    """gpu_info's --query-gpu call and the H200's recorded answer (gpu_info_query_mig_nh, with
+    mig.mode.current); ``gpu_row`` replaces the answer."""
+    args, rc, out, err = recording("gpu_info_query_mig_nh")
+    return args, rc, gpu_row if gpu_row is not None else out, err
+
+
+def gpu_reads(gpu_row=None):
+    """Answers of a real one-GPU host for every read gpu_info makes (no compute process)."""
     apps = ["--query-compute-apps=gpu_uuid,pid,process_name,used_memory", "--format=csv,noheader,nounits"]
-    return [(args, rc, out, err), (apps, 0, "", ""), recording("version"), recording("topo_p2p_r"), recording("topo_p2p_w")]
+    return [gpu_query_answer(gpu_row), (apps, 0, "", ""), recording("version"), recording("topo_p2p_r"),
+            recording("topo_p2p_w")]
 
 
 class SideBySide(FakeModule):
@@ -127,6 +134,7 @@ def test_the_reads_run_side_by_side_and_give_the_same_answer():
     info = read_gpu_info(module, gpus=[0], p2p_gpus=[0, 1])
     assert len(module.ran) == 5 and all(env == {"LC_ALL": "C"} for dummy, env in module.ran)
     assert [g["name"] for g in info["gpus"]] == ["NVIDIA H200"] and info["gpus"][0]["memory_total_mib"] == 143771
+    assert info["gpus"][0]["mig_mode"] == "Disabled" and "unreachable" not in info
     assert info["driver_version"] == "580.159.04" and info["cuda_version"] == "13.0"
     assert info["peer"]["skipped"] and "not on this host" in info["peer"]["msg"]
 
@@ -147,3 +155,35 @@ def test_a_read_that_raised_beside_the_others_is_asked_again_in_the_modules_thre
     assert info["cuda_version"] == "13.0"
     assert [a[1:] for a, e in module.ran].count(["--version"]) == 2
     assert not any(a[1] == "topo" for a, e in module.ran)  # peer-to-peer only when asked for
+
+
+class Warned(FakeModule):
+    def __init__(self, answers):
+        super(Warned, self).__init__(on_path="/usr/bin/nvidia-smi", answers=answers)
+        self.warnings = []
+
+    def warn(self, text):
+        self.warnings.append(text)
+
+
+def test_a_gpu_the_driver_cannot_reach_is_returned_apart_and_the_other_still_read():
+    # nvidia-smi exits 0 with an error line for the lost card before the good row.
+    good = recording("gpu_info_query_mig_nh")[2]
+    module = Warned(gpu_reads("Unable to determine the device handle for GPU0000:41:00.0: Unknown Error\n" + good))
+    info = read_gpu_info(module)
+    assert [g["index"] for g in info["gpus"]] == [0]
+    assert info["unreachable"] == [{"pci_bus_id": "0000:41:00.0", "error": "Unknown Error"}]
+    assert module.warnings == ["nvidia-smi cannot reach the GPU at PCI 0000:41:00.0 (Unknown Error): it is left out "
+                               "of the GPUs."]
+    with pytest.raises(Failed, match=r"GPU index 1 not found: this host has 1 GPU\(s\): 0 \(NVIDIA H200\); "
+                                     r"nvidia-smi cannot reach the GPU at PCI 0000:41:00.0 \(Unknown Error\)\."):
+        read_gpu_info(Warned(gpu_reads("Unable to determine the device handle for GPU0000:41:00.0: Unknown Error\n"
+                                       + good)), gpus=[0, 1])
+
+
+def test_a_gpu_needing_a_reset_no_longer_fails_the_whole_read():
+    row = "0, GPU-a, NVIDIA H200, 00000000:00:06.0, 143771, [GPU requires reset], [GPU requires reset], 9.0, " \
+          "[GPU requires reset], 580.159.04, [GPU requires reset]\n"
+    info = read_gpu_info(Warned(gpu_reads(row)))
+    assert info["gpus"][0]["memory_used_mib"] is None
+    assert info["gpus"][0]["placeholders"]["memory.used"] == "[GPU requires reset]"
