@@ -606,7 +606,7 @@ def main(argv):
     began = time.time()
 
     def save():
-        report = {"when": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
+        report = {"when": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                   "seconds": round(time.time() - began),
                   "settings": {"repeat": REPEAT, "boxes": BOXES, "check_boxes": CHECK_BOXES,
                                "deploy_boxes": DEPLOY_BOXES, "weights_mib": WEIGHTS_MIB, "peer_mib": PEER_MIB,
