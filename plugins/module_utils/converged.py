@@ -304,13 +304,20 @@ def _failure(exc):
     return "%s%s" % (exc.__class__.__name__, (" %s" % exc) if isinstance(exc, ValueError) else "")
 
 
-def read_health(url, timeout, getter=http_get):
-    """GET url with a short timeout: {ok, status, error}."""
+def read_health(url, timeout, getter=http_get, body_ok=None):
+    """GET url with a short timeout: {ok, status, error}. ``body_ok(status, body)``, when given,
+    also judges the body of a 200 (the engine's /health says "ok" in it; other services' probes
+    answer plain text)."""
     try:
-        status = getter(url, timeout)[0]
+        status, body = getter(url, timeout)
     except Exception as exc:  # pylint: disable=broad-except  # any failure means "not healthy"
         return {"ok": False, "status": None, "error": _failure(exc)}
-    return {"ok": status == 200, "status": status, "error": "" if status == 200 else "HTTP %s" % status}
+    if status != 200:
+        return {"ok": False, "status": status, "error": "HTTP %s" % status}
+    if body_ok is not None and not body_ok(status, body):
+        said = (body or b"")[:120].decode("utf-8", "replace") if isinstance(body, bytes) else str(body)[:120]
+        return {"ok": False, "status": status, "error": "HTTP 200 but not ok: %s" % (said.strip() or "no body")}
+    return {"ok": True, "status": status, "error": ""}
 
 
 def read_node_exporter_record(state_dir):

@@ -26,7 +26,7 @@ import tarfile
 import tempfile
 import time
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import context_fit, engine_args
+from ansible_collections.glm53.tensorfold.plugins.module_utils import context_fit, engine_args, smoke
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem, record
 
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
@@ -36,6 +36,12 @@ ACCEPTED = "neither a directory nor a Hugging Face repo id"
 STATE_RECORD = "engine.json"
 # How often a start asks /health while it waits for the API.
 WAIT_POLL_S = 0.25
+
+
+def url_host(host):
+    """A host for a URL: an IPv6 literal in brackets."""
+    host = str(host)
+    return "[%s]" % host if ":" in host and not host.startswith("[") else host
 
 
 def fit_advice(kind, fits, window, auto, page_rows):
@@ -214,7 +220,7 @@ class EngineContainer(object):
         """GET http://api/path; (status, body) or (None, reason)."""
         headers = {"Authorization": "Bearer " + key} if key else {}
         try:
-            response = open_url("http://%s:%s%s" % (self.p["api_host"], self.p["port"], path), headers=headers,
+            response = open_url("http://%s:%s%s" % (url_host(self.p["api_host"]), self.p["port"], path), headers=headers,
                                 timeout=timeout, use_proxy=False)
             return response.getcode(), response.read().decode("utf-8", "replace")
         except HTTPError as err:
@@ -286,7 +292,7 @@ class EngineContainer(object):
 
     def result(self, status, context=None, streams=None, starts=0, log_dir=None):
         return {"status": status,
-                "endpoint": "http://%s:%s/v1" % (self.p["api_host"], self.p["port"]) if status != "stopped" else "",
+                "endpoint": "http://%s:%s/v1" % (url_host(self.p["api_host"]), self.p["port"]) if status != "stopped" else "",
                 "context": context, "streams": streams, "starts": starts,
                 "log_dir": log_dir if log_dir is not None else os.path.join(self.logs_dir, "current"),
                 "warnings": self.warnings}
@@ -426,7 +432,7 @@ class EngineContainer(object):
                 if not state.get("Running"):
                     return "ended: status %s, exit code %s" % (state.get("Status", "missing"), state.get("ExitCode", "unknown"))
                 next_inspect = self.clock() + 1
-            if self.http("/health", timeout=2)[0] == 200:
+            if smoke.health_ok(*self.http("/health", timeout=2)):
                 return "up"
             if self.clock() >= deadline:
                 return "timeout"

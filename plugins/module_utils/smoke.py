@@ -33,6 +33,22 @@ def _status(result):
         return -1
 
 
+def health_ok(status, body):
+    """Whether the engine's /health says it serves: HTTP 200 and a JSON body whose ``status`` is
+    "ok". The contract's healthy answer always has it; an engine that is still loading may answer
+    200 with another status, which must not count as up."""
+    if status != 200:
+        return False
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    if isinstance(body, str):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return False
+    return isinstance(body, dict) and body.get("status") == "ok"
+
+
 def _body(result):
     """The reply's body (parsed JSON when there is some), or None."""
     result = result or {}
@@ -107,7 +123,7 @@ def verdict(results, host, endpoint, served_name, vision=False, api_key_set=Fals
 
     health = results.get("health")
     health_body = _body(health)
-    healthy = _status(health) == 200 and isinstance(health_body, dict) and health_body.get("status") == "ok"
+    healthy = health_ok(_status(health), health_body)
     check("health", healthy, health, "E_API", "%s/health did not answer {\"status\":\"ok\"}" % endpoint)
 
     if not healthy:
@@ -180,7 +196,7 @@ def send_requests(fetch, url, served_name, prompt, max_tokens=32, vision=False, 
     """Send the smoke requests with ``fetch(method, url, body=None, key=None)`` (an answer dict back).
 
     ``/health`` is asked up to ``health_tries`` times, ``health_delay`` seconds apart, until it
-    answers 200; only then go the API requests, each sent whatever the one before answered, so one
+    answers 200 with ``{"status": "ok"}`` (``health_ok``); only then go the API requests, each sent whatever the one before answered, so one
     run shows every wrong answer. Returns the answers by name, as ``verdict`` reads them.
     """
     url = str(url).rstrip("/")
@@ -188,11 +204,11 @@ def send_requests(fetch, url, served_name, prompt, max_tokens=32, vision=False, 
     tries = max(1, int(health_tries))
     for number in range(tries):
         answers["health"] = fetch("GET", url + "/health")
-        if _status(answers["health"]) == 200:
+        if health_ok(_status(answers["health"]), _body(answers["health"])):
             break
         if number + 1 < tries and sleep is not None:
             sleep(health_delay)
-    if _status(answers["health"]) != 200:
+    if not health_ok(_status(answers["health"]), _body(answers["health"])):
         return answers
     key = api_key or None
     answers["models"] = fetch("GET", url + "/v1/models", key=key)

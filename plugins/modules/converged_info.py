@@ -22,8 +22,8 @@ description:
     the box's Docker engine and is the image the container runs), C(weights) (every planned file of
     every repository in O(weights) has a verification record of M(glm53.tensorfold.hf_snapshot) that
     still holds: same revision, size and modification time; no weight byte is read), C(runtime)
-    (Docker lists the runtime O(runtime)) and C(health) (GET O(health_url) answers 200 within
-    O(health_timeout) seconds)."
+    (Docker lists the runtime O(runtime)) and C(health) (GET O(health_url) answers 200 with C({"status": "ok"}) within
+    O(health_timeout) seconds; an engine still loading may answer 200 with another status)."
   - "With O(data_dir), the wanted container fingerprint, image, weights and health URL are those
     of the box's deploy record (C(DATA_DIR/.state/deployed.json), written by the
     glm53.tensorfold.rank_container role once a full run's smoke test passed), and the part
@@ -223,6 +223,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import converged
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
+from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke import health_ok
 
 
 def main():
@@ -281,7 +282,7 @@ def main():
                                      "cannot read the Docker engine at %s: %s" % (params["docker_host"], exc)),
                          code="E_DOCKER")
     if params["health_url"] and have["container"] and have["container"]["running"]:
-        have["health"] = converged.read_health(params["health_url"], params["health_timeout"])
+        have["health"] = converged.read_health(params["health_url"], params["health_timeout"], body_ok=health_ok)
     have["api_key_matches"] = key_matches
     want = {"settings_hash": params["settings_hash"], "image": params["image"], "runtime": params["runtime"],
             "weights": params["weights"], "health": bool(params["health_url"])}

@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import converged, hf_plan, hf_transfer
+from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke import health_ok
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 COMMIT = "078455ffe6472f9a52fbc1139f58b9db2881b25c"
@@ -193,6 +194,19 @@ def test_health_reader_turns_failures_into_not_ok():
     assert converged.read_health("http://x/health", 1, getter=lambda url, timeout: (503, b"loading")) == {
         "ok": False, "status": 503, "error": "HTTP 503"}
     assert converged.read_health("http://x/health", 1, getter=refuse) == {"ok": False, "status": None, "error": "OSError"}
+
+
+def test_the_engines_health_must_say_ok_in_its_body():
+    # An engine still loading may answer 200 with another status: not healthy, and the body says why.
+    def answer(body):
+        return lambda url, timeout: (200, body)
+
+    assert converged.read_health("http://x/health", 1, getter=answer(b'{"status":"loading"}'), body_ok=health_ok) == {
+        "ok": False, "status": 200, "error": 'HTTP 200 but not ok: {"status":"loading"}'}
+    assert converged.read_health("http://x/health", 1, getter=answer(b""), body_ok=health_ok)["error"] == (
+        "HTTP 200 but not ok: no body")
+    assert converged.read_health("http://x/health", 1, getter=answer(b'{"status": "ok"}'), body_ok=health_ok) == {
+        "ok": True, "status": 200, "error": ""}
 
 
 @pytest.fixture

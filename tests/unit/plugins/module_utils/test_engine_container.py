@@ -423,3 +423,24 @@ def test_a_refusal_split_by_an_nccl_line_is_retried(tmp_path):
 
     result = engine(tmp_path, FakeDocker(serve)).run("started")
     assert result["status"] == "running" and result["starts"] == 2 and result["context"] == 173056
+
+
+def test_the_wait_is_up_only_when_health_says_ok(tmp_path):
+    # A 200 whose body is not {"status": "ok"} is an engine still loading: not up yet.
+    docker = FakeDocker(fitting)
+    box = engine(tmp_path, docker, context="65536")
+    box.run("started")
+    answers = [(200, '{"status": "loading"}')] * 3 + [(200, '{"status": "ok"}')]
+    asked = []
+
+    def http(path, timeout=5, key=None):
+        asked.append(path)
+        return answers[min(len(asked), len(answers)) - 1]
+
+    box.http = http
+    assert box.wait() == "up" and len(asked) == 4
+
+
+def test_an_ipv6_api_host_is_bracketed_in_urls():
+    assert ec.url_host("::1") == "[::1]" and ec.url_host("[::1]") == "[::1]"
+    assert ec.url_host("127.0.0.1") == "127.0.0.1" and ec.url_host("box-01") == "box-01"

@@ -12,7 +12,7 @@ import socket
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke import (
-    USER_AGENT, chat_body, saved_files, send_requests, smoke_requests, url_fetch, verdict)
+    USER_AGENT, chat_body, health_ok, saved_files, send_requests, smoke_requests, url_fetch, verdict)
 from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke_png import PNG_SIGNATURE
 
 URL = "http://127.0.0.1:8020"
@@ -180,3 +180,28 @@ class _Body(object):
 
     def close(self):
         pass
+
+
+def test_a_200_that_is_not_ok_is_still_loading_and_asked_again():
+    # An engine still loading may answer 200 with another status: the API requests wait for "ok".
+    slept = []
+    loading = {"status": 200, "content": '{"status":"loading"}'}
+    engine = Engine(health=[loading, loading, HEALTH])
+    answers = send_requests(engine, URL, "GLM-5.3-Flash", "hi", health_tries=5, health_delay=2, sleep=slept.append)
+    assert [sent[1] for sent in engine.sent][:4] == ["/health", "/health", "/health", "/v1/models"]
+    assert slept == [2, 2] and answers["health"] == HEALTH and "chat" in answers
+
+
+def test_a_200_that_never_says_ok_sends_nothing_else_and_is_e_api():
+    engine = Engine(health=[{"status": 200, "content": '{"status":"error"}'}])
+    answers = send_requests(engine, URL, "GLM-5.3-Flash", "hi", health_tries=2, health_delay=1, sleep=lambda s: None)
+    assert sorted(answers) == ["health"]
+    judged = verdict(answers, "h", URL, "GLM-5.3-Flash")
+    assert [p["code"] for p in judged["problems"]] == ["E_API"] and '"error"' in judged["problems"][0]["message"]
+
+
+def test_health_ok_wants_200_and_status_ok_in_the_body():
+    assert health_ok(200, '{"status":"ok"}') and health_ok(200, b'{"status": "ok", "warming": false}')
+    assert health_ok(200, {"status": "ok"})
+    assert not health_ok(200, '{"status":"loading"}') and not health_ok(200, b"") and not health_ok(200, "ok")
+    assert not health_ok(503, '{"status":"ok"}') and not health_ok(None, "refused")
