@@ -22,7 +22,7 @@ description:
     the box's Docker engine and is the image the container runs), C(weights) (every planned file of
     every repository in O(weights) has a verification record of M(glm53.tensorfold.hf_snapshot) that
     still holds: same revision, size and modification time; no weight byte is read), C(runtime)
-    (Docker lists the runtime O(runtime)) and C(health) (GET O(health_url) answers 200 with C({"status": "ok"}) within
+    (Docker lists the runtime O(runtime)) and C(health) (GET O(health_url) answers 200 with C({\"status\": \"ok\"}) within
     O(health_timeout) seconds; an engine still loading may answer 200 with another status)."
   - "With O(data_dir), the wanted container fingerprint, image, weights and health URL are those
     of the box's deploy record (C(DATA_DIR/.state/deployed.json), written by the
