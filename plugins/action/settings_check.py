@@ -89,19 +89,28 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         role_specs = _role_specs()
         spec = settings_spec.merge_specs(role_specs)
-        values = {}
+        values, unresolved = {}, []
+        host = task_vars.get("inventory_hostname", "host")
         for name in spec:
             if name not in task_vars:
                 continue
             try:
                 values[name] = self._templar.template(task_vars[name])
-            except Exception:  # pylint: disable=broad-except  # a value that needs host facts: its role checks it
-                continue
-        host = task_vars.get("inventory_hostname", "host")
-        problems = settings_spec.settings_problems(spec, values, host)
-        unused = settings_spec.unused_play_keywords(values, self._play_keyword_values(), _spec_defaults(role_specs))
-        if unused:
-            result["warnings"] = [entry["message"] for entry in unused]
+            except Exception as error:  # pylint: disable=broad-except  # any templating error is the setting's problem
+                entry = settings_spec.unresolved_setting(name, error, host, bool(spec[name].get("no_log")))
+                if entry:
+                    unresolved.append(entry)
+        problems = settings_spec.settings_problems(spec, values, host, unresolved)
+        warnings = settings_spec.unused_play_keywords(values, self._play_keyword_values(), _spec_defaults(role_specs))
+        # The collection's own names are read from its files only when a name is not a setting (a
+        # run's pre-flight sees settings alone, so a converged run does not pay the reading).
+        strangers = [name for name in task_vars if name.startswith("tensorfold_") and name not in spec]
+        if strangers:
+            known = settings_spec.collection_names(COLLECTION) | frozenset(spec)
+            # Named for the inventory, as W_SERIAL: a misspelling in group_vars or -e warns once, not per host.
+            warnings += settings_spec.unknown_settings(strangers, known, spec, "inventory")
+        if warnings:
+            result["warnings"] = [entry["message"] for entry in warnings]
         facts = {"tensorfold_settings_problems": problems}
         # Computed afresh, never taken from task_vars: this check runs once per host and run (its role
         # ends itself in later plays: roles/settings_check/tasks/main.yml), and a fingerprint that a

@@ -15,8 +15,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import difflib
+import os
+import re
+
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.glm53.tensorfold.plugins.module_utils import settings
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import record
 from ansible_collections.glm53.tensorfold.plugins.module_utils.settings import check_settings
 
@@ -88,10 +93,22 @@ def unused_play_keywords(values, play_values, defaults):
     return found
 
 
+# How a secret's value is masked in the other settings' messages: shorter than MIN_MASKED_SECRET
+# not at all (masking "1" would garble every number; the checks refuse such keys, and never print a
+# secret setting's own value), shorter than MIN_SUBSTRING_SECRET only as a whole token (a key
+# "short" must not mask "shorter"), longer ones wherever they appear.
+MIN_MASKED_SECRET = 4
+MIN_SUBSTRING_SECRET = 8
+
+
 def _scrub(text, secrets):
     for secret in secrets:
-        if secret:
-            text = text.replace(str(secret), "********")
+        if not isinstance(secret, str) or len(secret) < MIN_MASKED_SECRET:
+            continue
+        if len(secret) >= MIN_SUBSTRING_SECRET:
+            text = text.replace(secret, "********")
+        else:
+            text = re.sub(r"(?<![A-Za-z0-9_])%s(?![A-Za-z0-9_])" % re.escape(secret), "********", text)
     return text
 
 
@@ -101,25 +118,140 @@ def _setting_of(message, names):
     return max(found, key=len) if found else None
 
 
-def settings_problems(spec, values, host):
+def _list_example(option):
+    return "[0, 1]" if option.get("elements") in ("int", "float") else '["a", "b"]'
+
+
+def raw_form_problems(spec, values, host):
+    """E_SETTINGS records for values whose raw form the roles would read differently from
+    Ansible's argument check: the check converts a copy, but the roles get the raw value (and a
+    checked copy cannot be published over it: -e outranks facts). Booleans must be forms that the
+    check, the bool filter and the engine read alike, numbers plain digits, lists and mappings real
+    ones (the check splits "0,1" and parses JSON text; the roles do not)."""
+    problems = []
+
+    def bad(name, what, todo):
+        problems.append(record("E_SETTINGS", host, "%s %s" % (name, what), todo, setting=name))
+
+    for name in sorted(values):
+        option, value = spec[name], values[name]
+        kind = option.get("type", "str")
+        shown = "(not shown: a secret)" if option.get("no_log") else repr(value)
+        if kind == "bool" and settings.plain_bool(value) is None:
+            bad(name, "is %s, which Ansible and the engine would not all read the same way" % shown,
+                "Use true or false (also yes/no, on/off, 1/0, any case, no spaces).")
+        elif kind == "int" and settings.plain_int(value) is None:
+            bad(name, "is %s, not a whole number" % shown,
+                "Write it with digits only, such as 8020 (no decimal point, exponent, spaces or true/false).")
+        elif kind == "float" and settings.plain_number(value) is None:
+            bad(name, "is %s, not a plain number" % shown,
+                "Write it as digits with an optional decimal point, such as 4 or 3.5 (no exponent, spaces or true/false).")
+        elif kind == "list" and value is not None and not isinstance(value, (list, tuple)):
+            example = _list_example(option)
+            bad(name, "is %s, not a list" % ("the text %s" % shown if isinstance(value, str) else shown),
+                "Give a list: in YAML %s; on the command line -e '{\"%s\": %s}' (-e %s=... gives text)."
+                % (example, name, example, name))
+        elif kind == "list" and option.get("elements") == "int" and isinstance(value, (list, tuple)):
+            odd = [item for item in value if settings.plain_int(item) is None]
+            if odd:
+                bad(name, "holds %r, not whole numbers" % (odd,), "List whole numbers written with digits only, such as [0, 1].")
+        elif kind == "dict" and value is not None and not isinstance(value, dict):
+            bad(name, "is %s, not a mapping" % ("the text %s" % shown if isinstance(value, str) else shown),
+                "Give a mapping: in YAML {key: value}; on the command line -e '{\"%s\": {\"key\": \"value\"}}'." % name)
+    return problems
+
+
+def unresolved_setting(name, error, host, secret=False):
+    """An E_SETTINGS record for a setting whose template failed, or None when it waits on a host
+    fact (an undefined ``ansible_*`` name: pre-flight gathers none; its role checks it later).
+    The error's text is Ansible's, such as "'undefined' is undefined"; for a secret setting only
+    an undefined name is told, nothing else of its template."""
+    text = str(getattr(error, "message", None) or error).strip().splitlines()
+    text = text[0] if text else type(error).__name__
+    undefined = re.match(r"^'([A-Za-z_][A-Za-z0-9_]*)' is undefined", text)
+    if undefined and undefined.group(1).startswith("ansible_"):
+        return None
+    if secret:
+        text = "%s is undefined" % undefined.group(1) if undefined else "details not shown: a secret"
+    elif len(text) > 200:
+        text = text[:200] + "..."
+    return record("E_SETTINGS", host, "%s could not be templated (%s)" % (name, text),
+                  "Define what it refers to, or give the value itself.", setting=name)
+
+
+# Where the collection's own variable names are read from: every name the roles, playbooks and
+# plugins mention (settings, defaults, role vars, set_fact, register, facts of the plugins), and
+# the test scenarios' (molecule/, in a checkout). A superset of what a run defines, so that its own
+# variables never warn; a misspelling of a setting is mentioned nowhere.
+_OWN_NAME_DIRS = ("roles", "playbooks", "plugins", "molecule")
+_OWN_NAME = re.compile(r"\btensorfold_[a-z0-9_]*[a-z0-9]")
+_OWN_NAMES = {}
+
+
+def collection_names(root):
+    """Every ``tensorfold_*`` name the collection's files under ``root`` mention (read once)."""
+    if root not in _OWN_NAMES:
+        names = set()
+        for folder in _OWN_NAME_DIRS:
+            for base, _dirs, files in os.walk(os.path.join(root, folder)):
+                for name in files:
+                    if name.endswith((".yml", ".yaml", ".j2", ".py")):
+                        with open(os.path.join(base, name), encoding="utf-8", errors="replace") as handle:
+                            names.update(_OWN_NAME.findall(handle.read()))
+        _OWN_NAMES[root] = frozenset(names)
+    return _OWN_NAMES[root]
+
+
+def unknown_settings(names, known, settings_names, host):
+    """A W_SETTINGS record for each ``tensorfold_*`` name among ``names`` (the host's variables)
+    that the collection neither defines nor sets (``known``), with the closest setting of
+    ``settings_names`` when one is near: a misspelled setting is silently not read."""
+    found = []
+    for name in sorted(names):
+        if not name.startswith("tensorfold_") or name in known:
+            continue
+        close = difflib.get_close_matches(name, sorted(settings_names), n=1, cutoff=0.75)
+        todo = ("Did you mean %s? Rename it; as it is, nothing reads it and the default applies." % close[0] if close
+                else "Check its name in docs/ or roles/tensorfold/meta/argument_specs.yml; as it is, nothing reads it.")
+        found.append(record("W_SETTINGS", host, "%s is not a setting of glm53.tensorfold" % name, todo, setting=name))
+    return found
+
+
+def settings_problems(spec, values, host, earlier=()):
     """Every bad value among ``values`` (only the settings given are checked) as E_SETTINGS records.
 
-    Types and choices come from ``spec`` (the roles' argument_specs, checked by Ansible's own
-    validator); ranges and settings that depend on each other from ``settings.check_settings``.
-    Values of ``no_log`` settings never appear in a message.
+    The raw forms first (raw_form_problems), then types and choices from ``spec`` (the roles'
+    argument_specs, checked by Ansible's own validator), then ranges and settings that depend on
+    each other from ``settings.check_settings``, on the raw values as the roles get them (booleans,
+    whose accepted forms all read alike, converted). One problem per setting; values of ``no_log``
+    settings never appear in a message. ``earlier``: problems found before (settings whose template
+    failed: unresolved_setting), put first and masked the same way.
     """
     given = dict((name, value) for name, value in values.items() if name in spec)
-    secrets = [given.get(name) for name, option in spec.items() if option.get("no_log") and given.get(name)]
-    result = ArgumentSpecValidator(dict((name, spec[name]) for name in given)).validate(given)
-    problems, flagged = [], set()
+    secrets = []
+    for name, option in spec.items():
+        value = given.get(name) if option.get("no_log") else None
+        # A secret given as a list or mapping (refused) is masked item by item.
+        secrets += list(value.values()) if isinstance(value, dict) else list(value) if isinstance(value, (list, tuple)) else [value]
+    problems = list(earlier) + raw_form_problems(spec, given, host)
+    flagged = set(entry["setting"] for entry in problems)
+    # Ansible's check sees only the values whose form passed: its messages about the rest (one per
+    # piece of "[0,1]", or none naming the setting) would only repeat ours.
+    rest = dict((name, value) for name, value in given.items() if name not in flagged)
+    result = ArgumentSpecValidator(dict((name, spec[name]) for name in rest)).validate(rest)
     for error in result.errors:
-        text = _scrub(str(getattr(error, "msg", error)), secrets)
-        name = _setting_of(text, given)
+        text = str(getattr(error, "msg", error))
+        name = _setting_of(text, rest)
+        if name in flagged and name is not None:
+            continue
         flagged.add(name)
+        if name and spec[name].get("no_log"):
+            text = "%s is not a valid %s (the value is not shown: a secret)" % (name, spec[name].get("type", "str"))
         problems.append(record("E_SETTINGS", host, text, setting=name))
     checked = dict(given)
-    checked.update((name, value) for name, value in result.validated_parameters.items() if name in given)
-    for entry in check_settings(checked, host):
-        if entry.get("setting") not in flagged:
-            problems.append(entry)
+    checked.update((name, value) for name, value in result.validated_parameters.items()
+                   if name in given and spec[name].get("type") == "bool")
+    problems += [entry for entry in check_settings(checked, host) if entry.get("setting") not in flagged]
+    for entry in problems:
+        entry["message"] = _scrub(entry["message"], secrets)
     return problems

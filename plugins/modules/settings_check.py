@@ -16,10 +16,28 @@ description:
     host defines against the C(meta/argument_specs.yml) of every role of the collection (types and
     C(choices), with Ansible's own validator) and the range checks of the recipe's settings
     (pinned revisions, two distinct GPUs, PARALLEL and CONTEXT ranges, ports...).
+  - "Checks each value as written, the way the roles and the engine get it (a checked copy cannot
+    replace it: C(-e) outranks facts). So it refuses what Ansible's own check would convert but the
+    roles read otherwise: text for a list or a mapping (C(-e tensorfold_gpus=0,1); give
+    C(-e '{\"tensorfold_gpus\": [0, 1]}')), booleans other than true/false, yes/no, on/off and 1/0
+    (any case), numbers that are not plain digits (C(8020.0), C(1e1), spaces, true/false), paths
+    with C(~) or C($VARS) (not expanded on the host), and C(auto) or a number with spaces around it."
+  - "Also checks the API's bind address (an IP address, IPv6 without brackets), the Hub repository
+    ids and endpoint, the served name, the data folder (absolute, not C(/), no C(:), C(,), C(\"),
+    C($) or line breaks), batch sizes and failure percentages, the GPU memory limits, Docker image
+    names, C(tensorfold_engine_names) (the engine's name rules, no name the collection itself passes
+    to the ranks, each name once) and the form of the secrets (never shown)."
+  - "A setting whose template fails is a problem naming the setting and Ansible's error (for a
+    secret only the undefined name); one waiting on a host fact (an undefined C(ansible_*) name)
+    is left to its role, as pre-flight gathers no facts."
   - "Returns every problem at once as C([E_SETTINGS] host: what. What to do.) records, never the
-    value of a C(no_log) setting, and fails the host with every message (C(msg), one per problem)
-    when there is any; the step guard's rescue records them for the fleet report. With no problem
-    it sets the fact C(tensorfold_settings_problems) to an empty list."
+    value of a C(no_log) setting (a secret's value is masked in other messages too, whole words for
+    secrets under 8 characters, none under 4), and fails the host with every message (C(msg), one
+    per problem) when there is any; the step guard's rescue records them for the fleet report. With
+    no problem it sets the fact C(tensorfold_settings_problems) to an empty list."
+  - "Warns (C(W_SETTINGS), named for the inventory) about each C(tensorfold_*) variable of the host
+    that is no setting of the collection and no variable its roles, playbooks or plugins use,
+    naming the closest setting: a misspelled setting is otherwise silently not read."
   - "Also returns the host's settings fingerprint (fact C(tensorfold_settings_fingerprint)), one
     hash of every setting the host defines (no C(no_log) one) and of the collection files that
     shape the image, computed once per run (a later call keeps the fact the first one set), and

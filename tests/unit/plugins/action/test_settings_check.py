@@ -84,3 +84,39 @@ def test_the_box_side_settings_of_other_roles_are_settings_of_the_collection():
     assert sorted(settings_spec.BOX_SIDE - set(settings_spec.merge_specs(role_specs))) == []
     assert "gateway_backend_name" in settings_spec.other_hosts_settings(role_specs)
     assert not settings_spec.BOX_SIDE & settings_spec.other_hosts_settings(role_specs)
+
+
+def _run(task_vars, template=lambda value: value):
+    from ansible_collections.glm53.tensorfold.plugins.action.settings_check import ActionModule
+    task = SimpleNamespace(action="glm53.tensorfold.settings_check", async_val=0, check_mode=False, args={})
+    connection = SimpleNamespace(_shell=SimpleNamespace(tmpdir=None))
+    plugin = ActionModule(task, connection, PlayContext(), loader=None, templar=SimpleNamespace(template=template),
+                          shared_loader_obj=None)
+    plugin._play_keyword_values = lambda: {}
+    return plugin.run(task_vars=dict(task_vars, inventory_hostname="gpu-a"))
+
+
+def _failing_template(value):
+    from ansible.errors import AnsibleUndefinedVariable
+    if value == "{{ undefined }}":
+        raise AnsibleUndefinedVariable("'undefined' is undefined")
+    if value == "{{ ansible_default_ipv4.address }}":
+        raise AnsibleUndefinedVariable("'ansible_default_ipv4' is undefined")
+    return value
+
+
+def test_a_setting_whose_template_fails_is_an_e_settings_problem():
+    result = _run({"tensorfold_port": "{{ undefined }}", "tensorfold_host": "{{ ansible_default_ipv4.address }}"},
+                  _failing_template)
+    assert result["failed"] is True
+    assert [p["setting"] for p in result["problems"]] == ["tensorfold_port"]
+    assert "tensorfold_port could not be templated ('undefined' is undefined)" in result["msg"][0]
+
+
+def test_a_misspelled_setting_warns_and_the_right_ones_do_not():
+    result = _run({"tensorfold_contxt": 4096, "tensorfold_context": 4096, "tensorfold_settings_problems": [],
+                   "tensorfold_image_ref": "glm53/tensorfold-native:x", "tensorfold_settings_checked": {}})
+    assert not result.get("failed")
+    assert result["warnings"] == [
+        "[W_SETTINGS] inventory: tensorfold_contxt is not a setting of glm53.tensorfold. Did you mean tensorfold_context? "
+        "Rename it; as it is, nothing reads it and the default applies."]

@@ -107,3 +107,130 @@ def test_api_key_problem_never_echoes_the_key():
 
 def test_boolean_is_not_a_stream_count():
     assert _settings_named(check_settings(_with(tensorfold_parallel=True), "h")) == ["tensorfold_parallel"]
+
+
+# What the roles and engine_args read from the raw value must be what the check accepted.
+
+@pytest.mark.parametrize("name,value", [
+    ("tensorfold_parallel", "auto "),  # reaches the engine as "auto "
+    ("tensorfold_context", " 4096"),
+    ("tensorfold_memory_reserve_gib", True),
+    ("tensorfold_memory_reserve_gib", "1e1"),  # the engine gets the text
+    ("tensorfold_data_dir", "/"),
+    ("tensorfold_data_dir", "/srv/a:b"),  # splits docker's -v
+    ("tensorfold_data_dir", "/srv/a,b"),  # splits docker's --mount
+    ("tensorfold_data_dir", "/srv/a\nb"),
+    ("tensorfold_host", ""),
+    ("tensorfold_host", "not an ip"),
+    ("tensorfold_host", "999.1.1.1"),
+    ("tensorfold_host", "[::1]"),
+    ("tensorfold_host", "localhost"),
+    ("tensorfold_max_gpu_used_mib", -1),
+    ("tensorfold_min_gpu_free_mib", -1),
+    ("tensorfold_max_fail_percentage", 101),
+    ("tensorfold_max_fail_percentage", -1),
+    ("tensorfold_restart_max_fail_percentage", 150),
+    ("tensorfold_serial", "abc"),
+    ("tensorfold_serial", "0"),
+    ("tensorfold_serial", "150%"),
+    ("tensorfold_serial", "2.5"),
+    ("tensorfold_serial", []),
+    ("tensorfold_serial", [1, "x"]),
+    ("tensorfold_restart_serial", 0),
+    ("tensorfold_served_name", ""),
+    ("tensorfold_served_name", " GLM"),
+    ("tensorfold_model_repo", ""),
+    ("tensorfold_model_repo", "not a repo"),
+    ("tensorfold_model_repo", "GLM-5.3-Flash"),
+    ("tensorfold_drafter_repo", "owner/name\n"),
+    ("tensorfold_hf_endpoint", "huggingface.co"),
+    ("tensorfold_hf_endpoint", "ftp://mirror"),
+    ("tensorfold_hf_endpoint", "https://hf mirror"),
+    ("tensorfold_model_revision", "078455ffe6472f9a52fbc1139f58b9db2881b25c\n"),
+    ("tensorfold_image_name", "GLM53/TensorFold"),
+    ("tensorfold_image_name", "glm53/tensorfold-native:v1"),
+    ("tensorfold_image_name", "glm53//native"),
+    ("tensorfold_image_name", "-glm53"),
+    ("tensorfold_image_registry", "registry.example:5000/GLM"),
+    ("tensorfold_image_runtime_image", "nvidia/cuda:bad tag"),
+    ("tensorfold_engine_names", {"dense": "BAD NAME"}),
+    ("tensorfold_engine_names", {"dense": "--port"}),  # the collection's own flag
+    ("tensorfold_engine_names", {"head": "--master"}),
+    ("tensorfold_engine_names", {"dense": "TENSORFOLD_API_KEY"}),  # the runner clears it
+    ("tensorfold_engine_names", {"w8a8": "CUDA_VISIBLE_DEVICES"}),
+    ("tensorfold_engine_names", {"dense": "TENSORFOLD_HEAD"}),  # head keeps that name
+    ("tensorfold_engine_names", {"dense": None}),
+])
+def test_values_the_roles_would_read_otherwise_are_refused(name, value):
+    problems = check_settings(_with(**{name: value}), "gpu7")
+    assert _settings_named(problems) == [name], problems
+    assert problems[0]["message"].startswith("[E_SETTINGS] gpu7: %s" % name)
+
+
+@pytest.mark.parametrize("name,good,bad", [
+    ("tensorfold_host", "0.0.0.0", "0.0.0.0.0"),
+    ("tensorfold_host", "::", "[::]"),
+    ("tensorfold_host", "::1", "::g"),
+    ("tensorfold_host", "10.1.2.3", "10.1.2.300"),
+    ("tensorfold_data_dir", "/srv/my data", "/srv/my:data"),
+    ("tensorfold_data_dir", "/srv/glm53/", "//"),
+    ("tensorfold_max_gpu_used_mib", 0, -4096),
+    ("tensorfold_max_fail_percentage", 100, 1000),
+    ("tensorfold_max_fail_percentage", "0", "-0.5"),
+    ("tensorfold_serial", "100%", "100.0%"),
+    ("tensorfold_serial", "25%", "0%"),
+    ("tensorfold_serial", 3, -3),
+    ("tensorfold_serial", "3", "3 hosts"),
+    ("tensorfold_serial", [1, "25%", "100%"], [1, [2]]),
+    ("tensorfold_restart_serial", 1, "1.0"),
+    ("tensorfold_memory_reserve_gib", "3.5", "1e1"),
+    ("tensorfold_memory_reserve_gib", 4, True),
+    ("tensorfold_parallel", "AUTO", "AUTO\n"),
+    ("tensorfold_model_repo", "Mia-AiLab/GLM-5.3-Flash-EXL3-4bpw-TensorFold", "Mia-AiLab/GLM/5.3"),
+    ("tensorfold_hf_endpoint", "https://hf-mirror.internal.example", "https:/hf-mirror.internal.example"),
+    ("tensorfold_hf_endpoint", "http://hub:8080/", "hub:8080"),
+    ("tensorfold_image_name", "glm53/tensorfold-native", "glm53/tensorfold-native-"),
+    ("tensorfold_image_name", "registry.example:5000/glm53/tensorfold__native", "registry.example:5000/glm53/tensorfold___native"),
+    ("tensorfold_image_name", "localhost/tf", "Registry/tf"),
+    ("tensorfold_image_registry", "registry.internal.example:5000/glm53/tensorfold-native", "registry.internal.example:port/glm53"),
+    ("tensorfold_image_runtime_image", "nvidia/cuda:13.0.1-runtime-ubuntu24.04@sha256:" + "c3" * 32,
+     "nvidia/cuda:13.0.1-runtime-ubuntu24.04@sha256:c3"),
+    ("tensorfold_image_builder_image", "glm53-test/debian12:latest", "glm53-test/debian12:" + "x" * 129),
+    ("tensorfold_engine_names", {"dense": "--dense", "kv_pages": "TF_KV_PAGES"}, {"dense": "--dense", "kv_pages": "--dense"}),
+    ("tensorfold_engine_names", {"dense": "TENSORFOLD_HEAD", "head": "--head"}, {"dense": "TENSORFOLD_HEAD"}),
+    ("tensorfold_served_name", "GLM-5.3-Flash", "GLM-5.3-Flash\n"),
+])
+def test_a_well_formed_value_passes_and_its_near_miss_does_not(name, good, bad):
+    assert check_settings(_with(**{name: good}), "h") == []
+    assert _settings_named(check_settings(_with(**{name: bad}), "h")) == [name]
+
+
+def test_a_local_model_dir_is_checked_as_written():
+    for bad in ("~/ckpt", "/data/a:b", "/"):
+        assert _settings_named(check_settings(_with(tensorfold_model_source="local", tensorfold_model_dir=bad), "h")) == ["tensorfold_model_dir"]
+    # "no" is false for the roles' bool filter: not an Ablit request.
+    assert check_settings(_with(tensorfold_model_source="local", tensorfold_model_dir="/data/c", tensorfold_ablit="no"), "h") == []
+
+
+@pytest.mark.parametrize("value", [["hf_canaryToken1"], {"t": "hf_canaryToken1"}, 12345678, "hf_canary Token1", "hf_canaryToken1\n"])
+def test_a_malformed_token_is_refused_without_showing_it(value):
+    problems = check_settings(_with(tensorfold_hf_token=value), "h")
+    assert _settings_named(problems) == ["tensorfold_hf_token"]
+    assert "canary" not in problems[0]["message"] and "12345678" not in problems[0]["message"]
+
+
+@pytest.mark.parametrize("value", [["sk-canaryKey1"], {"k": "sk-canaryKey1"}])
+def test_an_api_key_that_is_not_text_is_refused_without_showing_it(value):
+    problems = check_settings(_with(tensorfold_api_key=value), "h")
+    assert _settings_named(problems) == ["tensorfold_api_key"]
+    assert "not text" in problems[0]["message"] and "canary" not in problems[0]["message"]
+
+
+def test_the_reserved_engine_names_come_from_engine_args():
+    from ansible_collections.glm53.tensorfold.plugins.module_utils.settings import reserved_engine_names
+    flags, env = reserved_engine_names()
+    assert {"--port", "--host", "--master", "--master-port", "--api-key-file", "--tp", "--rank", "--device",
+            "--no-drafts", "--thinking", "--no-thinking"} <= flags
+    assert {"TENSORFOLD_API_KEY", "TENSORFOLD_MEMORY_RESERVE_GIB", "CUDA_VISIBLE_DEVICES", "NCCL_SOCKET_IFNAME"} <= env
+    # The knobs' own default names stay free for the knobs.
+    assert "TENSORFOLD_DENSE" not in env

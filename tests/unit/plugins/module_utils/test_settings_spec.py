@@ -92,3 +92,151 @@ def test_a_batch_size_the_plays_do_not_take_is_named(values, play_values, warned
     assert len(found) == len(warned)
     for entry, text in zip(found, warned):
         assert entry["code"] == "W_SERIAL" and entry["severity"] == "warning" and text in entry["message"]
+
+
+# Raw values: the roles get the value as written, not the copy Ansible's check converts.
+
+@pytest.mark.parametrize("value", ["0,1", "[0,1]", "[0, 1]"])
+def test_gpus_given_as_text_get_one_message_with_the_command_line_form(value):
+    problems = settings_spec.settings_problems(SPEC, {"tensorfold_gpus": value}, "h")
+    assert len(problems) == 1, problems
+    assert problems[0]["setting"] == "tensorfold_gpus"
+    assert "not a list" in problems[0]["message"]
+    assert """-e '{"tensorfold_gpus": [0, 1]}'""" in problems[0]["message"]
+
+
+@pytest.mark.parametrize("name,value", [
+    ("tensorfold_thinking", "y"),  # true for the check, false for the bool filter and the engine
+    ("tensorfold_kv_pages", "t"),
+    ("tensorfold_vision", "n"),
+    ("tensorfold_ablit", " yes"),  # the bool filter does not strip
+    ("tensorfold_w8a8", 1.0),  # "1.0" for the engine
+    ("tensorfold_port", "8020.0"),
+    ("tensorfold_port", " 8020"),
+    ("tensorfold_port", 8020.0),
+    ("tensorfold_nccl_port", "1_000"),
+    ("tensorfold_memory_reserve_gib", True),
+    ("tensorfold_memory_reserve_gib", "1e1"),
+    ("tensorfold_memory_reserve_gib", " 4"),
+    ("gpu_host_checks_gpu_indices", "0,1"),
+    ("gpu_host_checks_tools", "docker,nvidia-smi"),
+    ("tensorfold_engine_names", '{"dense": "--dense"}'),  # the check parses JSON text, engine_args does not
+    ("tensorfold_engine_names", "dense=--dense"),
+    ("tensorfold_data_dir", "~/glm"),  # the check's path type expands ~ and $VARS on the controller
+    ("tensorfold_data_dir", "$HOME/glm"),
+])
+def test_a_raw_form_the_roles_read_otherwise_is_one_problem(name, value):
+    problems = settings_spec.settings_problems(SPEC, {name: value}, "h")
+    assert [p["setting"] for p in problems] == [name], problems
+    assert problems[0]["message"].startswith("[E_SETTINGS] h: %s " % name)
+
+
+@pytest.mark.parametrize("value", ["yes", "Off", "TRUE", "0", 1, False])
+def test_the_boolean_forms_every_reader_takes_alike_pass_and_others_do_not(value):
+    from ansible_collections.glm53.tensorfold.plugins.module_utils.engine_args import _flag
+    from ansible.plugins.filter.core import to_bool
+    assert settings_spec.settings_problems(SPEC, {"tensorfold_thinking": value}, "h") == []
+    # The check, the roles' bool filter and the engine's reading agree on it.
+    assert to_bool(value) == _flag(value)
+    assert [p["setting"] for p in settings_spec.settings_problems(SPEC, {"tensorfold_thinking": "t"}, "h")] == ["tensorfold_thinking"]
+
+
+def test_a_short_secret_does_not_mask_other_messages():
+    problems = settings_spec.settings_problems(SPEC, {"tensorfold_hf_token": "1", "tensorfold_kv": "int1"}, "h")
+    assert [p["setting"] for p in problems] == ["tensorfold_kv"]
+    assert "got: int1" in problems[0]["message"] and "********" not in problems[0]["message"]
+    # Nor a secret inside a longer word ("value of tensorfold_kv must be one of").
+    problems = settings_spec.settings_problems(SPEC, {"tensorfold_hf_token": "valu", "tensorfold_kv": "int4"}, "h")
+    assert problems[0]["message"].startswith("[E_SETTINGS] h: value of tensorfold_kv")
+
+
+@pytest.mark.parametrize("values", [
+    {"tensorfold_api_key": "sk-canary,x", "tensorfold_port": "sk-canary,x"},  # a raw-form message
+    {"tensorfold_hf_token": "hf_canary1", "tensorfold_model_repo": "hf_canary1"},  # a range message
+    {"tensorfold_hf_token": "can4", "tensorfold_served_name": " can4"},  # short: masked as a word
+])
+def test_a_secret_is_masked_in_every_other_message(values):
+    problems = settings_spec.settings_problems(SPEC, values, "h")
+    assert problems and not any("can" in p["message"] for p in problems), problems
+
+
+def test_a_setting_whose_template_failed_is_named():
+    entry = settings_spec.unresolved_setting("tensorfold_port", Exception("'undefined' is undefined"), "h")
+    assert entry["code"] == "E_SETTINGS" and entry["setting"] == "tensorfold_port"
+    assert entry["message"].startswith("[E_SETTINGS] h: tensorfold_port could not be templated ('undefined' is undefined).")
+    # A host fact: pre-flight gathers none, the role checks the value later.
+    assert settings_spec.unresolved_setting("tensorfold_host", Exception("'ansible_default_ipv4' is undefined"), "h") is None
+    # A secret's template is never shown, only what was undefined.
+    entry = settings_spec.unresolved_setting("tensorfold_api_key", Exception("bad sk-canary{{ x"), "h", secret=True)
+    assert "canary" not in entry["message"]
+    problems = settings_spec.settings_problems(SPEC, {}, "h", [entry])
+    assert [p["setting"] for p in problems] == ["tensorfold_api_key"]
+
+
+def _own_variables():
+    """The tensorfold_* variables a run of the collection defines, read structurally (not by the
+    name scan the check uses): role defaults and vars, set_fact keys, registered results, task and
+    play vars, and the facts the plugins set."""
+    names = set(SPEC)
+    collection = os.path.join(ROLES, "..")
+
+    def walk(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("set_fact", "ansible.builtin.set_fact", "vars") and isinstance(value, dict):
+                    names.update(value)
+                if key == "register" and isinstance(value, str):
+                    names.add(value)
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    for pattern in ("roles/*/defaults/main.yml", "roles/*/vars/main.yml"):
+        for path in glob.glob(os.path.join(collection, pattern)):
+            with open(path) as handle:
+                names.update(yaml.safe_load(handle) or {})
+    for pattern in ("roles/*/tasks/*.yml", "playbooks/*.yml", "roles/*/handlers/*.yml"):
+        for path in glob.glob(os.path.join(collection, pattern)):
+            with open(path) as handle:
+                walk(yaml.safe_load(handle))
+    names.update(("tensorfold_settings_problems", "tensorfold_settings_fingerprint"))  # settings_check's facts
+    return sorted(name for name in names if name.startswith("tensorfold_"))
+
+
+def test_a_runs_own_variables_raise_no_warning():
+    from ansible_collections.glm53.tensorfold.plugins.action.settings_check import COLLECTION
+    known = settings_spec.collection_names(COLLECTION) | frozenset(SPEC)
+    own = _own_variables()
+    assert len(own) > len([n for n in SPEC if n.startswith("tensorfold_")])  # facts and registers were found
+    assert settings_spec.unknown_settings(own, known, SPEC, "inventory") == []
+
+
+@pytest.mark.parametrize("name,closest", [
+    ("tensorfold_contxt", "tensorfold_context"), ("tensorfold_gpu", "tensorfold_gpus"),
+    ("tensorfold_paralel", "tensorfold_parallel"), ("tensorfold_apikey", "tensorfold_api_key"),
+])
+def test_a_misspelled_setting_warns_with_the_closest_name(name, closest):
+    from ansible_collections.glm53.tensorfold.plugins.action.settings_check import COLLECTION
+    known = settings_spec.collection_names(COLLECTION) | frozenset(SPEC)
+    found = settings_spec.unknown_settings([name, "inventory_hostname", "not_ours_port"], known, SPEC, "inventory")
+    assert [(e["code"], e["severity"], e["setting"]) for e in found] == [("W_SETTINGS", "warning", name)]
+    assert found[0]["message"].startswith("[W_SETTINGS] inventory: %s is not a setting" % name)
+    assert "Did you mean %s?" % closest in found[0]["message"]
+
+
+def _yaml_values(pattern):
+    found = []
+    for path in sorted(glob.glob(os.path.join(ROLES, "..", pattern))):
+        with open(path) as handle:
+            data = yaml.safe_load(handle) or {}
+        # A template needs the run's variables; its result is checked in the run.
+        found.append((os.path.relpath(path, os.path.join(ROLES, "..")),
+                      dict((k, v) for k, v in data.items() if not (isinstance(v, str) and "{{" in v))))
+    return found
+
+
+@pytest.mark.parametrize("path,values", _yaml_values("roles/*/defaults/main.yml") + _yaml_values("inventories/*/group_vars/*.yml")
+                         + _yaml_values("inventories/*/host_vars/*.yml"))
+def test_the_defaults_and_example_inventories_pass_the_stricter_checks(path, values):
+    assert settings_spec.settings_problems(SPEC, values, path) == []
