@@ -18,6 +18,8 @@ __metaclass__ = type
 
 import json
 
+from ansible.module_utils.six.moves.http_client import IncompleteRead
+
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import record
 from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke_png import png_data_url
 
@@ -138,9 +140,12 @@ def verdict(results, host, endpoint, served_name, vision=False, api_key_set=Fals
     chat = results.get("chat")
     reply = chat_reply(chat)
     if timed_out(chat):
+        # /health's "warming" (no keys configured) says a first slow answer may be warm-up, not a wedge.
+        warming = isinstance(health_body, dict) and health_body.get("warming") is True
         check("chat", False, chat, "E_WEDGED",
-              "%s/health answers ok but the chat request got no reply before its timeout: the engine is wedged"
-              % endpoint)
+              "%s/health answers ok but the chat request got no reply before its timeout: the engine is wedged%s"
+              % (endpoint, " (its /health also said it was still warming up: raise smoke_test_timeout if a "
+                           "first request after a start may take that long)" if warming else ""))
     else:
         check("chat", _status(chat) == 200 and reply.strip() != "", chat, "E_SMOKE",
               "the chat request got no reply text")
@@ -254,7 +259,12 @@ def url_fetch(open_url, timeout):
         try:
             response = open_url(url, data=data, headers=headers, method=method, timeout=timeout,
                                 http_agent=USER_AGENT, use_proxy=False)
-            return {"status": response.getcode(), "content": response.read().decode("utf-8", "replace")}
+            try:
+                return {"status": response.getcode(), "content": response.read().decode("utf-8", "replace")}
+            except IncompleteRead as error:  # an answer came, then the connection closed early
+                return {"status": response.getcode(), "content": "",
+                        "msg": "the body was cut short after %d bytes (%d more expected)"
+                               % (len(error.partial or b""), error.expected or 0)}
         except Exception as error:  # pylint: disable=broad-except  # every client failure is an answer to judge
             status = getattr(error, "code", None)
             if isinstance(status, int):  # HTTPError: an answer with a status and maybe a body

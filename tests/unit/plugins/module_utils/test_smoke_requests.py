@@ -9,6 +9,7 @@ import base64
 import json
 import socket
 
+from ansible.module_utils.six.moves.http_client import IncompleteRead
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke import (
@@ -205,3 +206,18 @@ def test_health_ok_wants_200_and_status_ok_in_the_body():
     assert health_ok(200, {"status": "ok"})
     assert not health_ok(200, '{"status":"loading"}') and not health_ok(200, b"") and not health_ok(200, "ok")
     assert not health_ok(503, '{"status":"ok"}') and not health_ok(None, "refused")
+
+
+def test_url_fetch_says_when_an_answers_body_is_cut_short():
+    class CutShort(object):
+        def getcode(self):
+            return 200
+
+        def read(self):
+            raise IncompleteRead(b'{"choices"', 137)
+
+    answer = url_fetch(lambda url, **kwargs: CutShort(), 5)("POST", URL + "/v1/chat/completions", {})
+    assert answer == {"status": 200, "content": "", "msg": "the body was cut short after 10 bytes (137 more expected)"}
+    judged = verdict({"health": HEALTH, "models": MODELS, "chat": answer}, "h", URL, "GLM-5.3-Flash")
+    assert [p["code"] for p in judged["problems"]] == ["E_SMOKE"]
+    assert "HTTP 200, the body was cut short after 10 bytes" in judged["problems"][0]["message"]

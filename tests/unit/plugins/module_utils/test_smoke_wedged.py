@@ -33,3 +33,13 @@ def test_timed_out_needs_no_http_answer():
     assert timed_out(TIMED_OUT)
     assert not timed_out({"status": 504, "msg": "timed out"})
     assert not timed_out(None)
+
+
+def test_a_wedge_while_health_says_warming_names_the_warm_up():
+    warming = {"status": 200, "json": {"status": "ok", "warming": True}}
+    [problem] = verdict({"health": warming, "models": MODELS, "chat": TIMED_OUT}, "gpu-box-02", URL,
+                        "GLM-5.3-Flash")["problems"]
+    assert problem["code"] == "E_WEDGED" and "still warming up: raise smoke_test_timeout" in problem["message"]
+    [problem] = verdict({"health": HEALTH, "models": MODELS, "chat": TIMED_OUT}, "gpu-box-02", URL,
+                        "GLM-5.3-Flash")["problems"]
+    assert "warming" not in problem["message"]
