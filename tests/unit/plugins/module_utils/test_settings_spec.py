@@ -133,11 +133,10 @@ def test_a_raw_form_the_roles_read_otherwise_is_one_problem(name, value):
 
 @pytest.mark.parametrize("value", ["yes", "Off", "TRUE", "0", 1, False])
 def test_the_boolean_forms_every_reader_takes_alike_pass_and_others_do_not(value):
+    # That the roles' bool filter reads them alike too is tests/unit/plugins/action/test_settings_names.py's.
     from ansible_collections.glm53.tensorfold.plugins.module_utils.engine_args import _flag
-    from ansible.plugins.filter.core import to_bool
     assert settings_spec.settings_problems(SPEC, {"tensorfold_thinking": value}, "h") == []
-    # The check, the roles' bool filter and the engine's reading agree on it.
-    assert to_bool(value) == _flag(value)
+    assert _flag(value) == (str(value).lower() in ("yes", "true", "1"))
     assert [p["setting"] for p in settings_spec.settings_problems(SPEC, {"tensorfold_thinking": "t"}, "h")] == ["tensorfold_thinking"]
 
 
@@ -171,58 +170,6 @@ def test_a_setting_whose_template_failed_is_named():
     assert "canary" not in entry["message"]
     problems = settings_spec.settings_problems(SPEC, {}, "h", [entry])
     assert [p["setting"] for p in problems] == ["tensorfold_api_key"]
-
-
-def _own_variables():
-    """The tensorfold_* variables a run of the collection defines, read structurally (not by the
-    name scan the check uses): role defaults and vars, set_fact keys, registered results, task and
-    play vars, and the facts the plugins set."""
-    names = set(SPEC)
-    collection = os.path.join(ROLES, "..")
-
-    def walk(node):
-        if isinstance(node, dict):
-            for key, value in node.items():
-                if key in ("set_fact", "ansible.builtin.set_fact", "vars") and isinstance(value, dict):
-                    names.update(value)
-                if key == "register" and isinstance(value, str):
-                    names.add(value)
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    for pattern in ("roles/*/defaults/main.yml", "roles/*/vars/main.yml"):
-        for path in glob.glob(os.path.join(collection, pattern)):
-            with open(path) as handle:
-                names.update(yaml.safe_load(handle) or {})
-    for pattern in ("roles/*/tasks/*.yml", "playbooks/*.yml", "roles/*/handlers/*.yml"):
-        for path in glob.glob(os.path.join(collection, pattern)):
-            with open(path) as handle:
-                walk(yaml.safe_load(handle))
-    names.update(("tensorfold_settings_problems", "tensorfold_settings_fingerprint"))  # settings_check's facts
-    return sorted(name for name in names if name.startswith("tensorfold_"))
-
-
-def test_a_runs_own_variables_raise_no_warning():
-    from ansible_collections.glm53.tensorfold.plugins.action.settings_check import COLLECTION
-    known = settings_spec.collection_names(COLLECTION) | frozenset(SPEC)
-    own = _own_variables()
-    assert len(own) > len([n for n in SPEC if n.startswith("tensorfold_")])  # facts and registers were found
-    assert settings_spec.unknown_settings(own, known, SPEC, "inventory") == []
-
-
-@pytest.mark.parametrize("name,closest", [
-    ("tensorfold_contxt", "tensorfold_context"), ("tensorfold_gpu", "tensorfold_gpus"),
-    ("tensorfold_paralel", "tensorfold_parallel"), ("tensorfold_apikey", "tensorfold_api_key"),
-])
-def test_a_misspelled_setting_warns_with_the_closest_name(name, closest):
-    from ansible_collections.glm53.tensorfold.plugins.action.settings_check import COLLECTION
-    known = settings_spec.collection_names(COLLECTION) | frozenset(SPEC)
-    found = settings_spec.unknown_settings([name, "inventory_hostname", "not_ours_port"], known, SPEC, "inventory")
-    assert [(e["code"], e["severity"], e["setting"]) for e in found] == [("W_SETTINGS", "warning", name)]
-    assert found[0]["message"].startswith("[W_SETTINGS] inventory: %s is not a setting" % name)
-    assert "Did you mean %s?" % closest in found[0]["message"]
 
 
 def _yaml_values(pattern):
