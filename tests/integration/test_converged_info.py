@@ -44,11 +44,15 @@ def docker_and_base_image():
 
 
 class Health(http.server.BaseHTTPRequestHandler):
+    """/health as the engine contract answers it with keys configured: {"status": "ok"}."""
     status = 200
+    body = b'{"status":"ok"}'
 
     def do_GET(self):  # noqa: N802
         self.send_response(Health.status if self.path == "/health" else 404)
+        self.send_header("Content-Length", str(len(Health.body)))
         self.end_headers()
+        self.wfile.write(Health.body)
 
     def log_message(self, *args):
         pass
@@ -177,6 +181,14 @@ def test_health_and_a_stopped_container(box):
         assert [d["part"] for d in got["differs"]] == ["health"]
     finally:
         Health.status = 200
+    # A 200 that does not say ok is an engine still loading: not converged.
+    Health.body = b'{"status":"loading"}'
+    try:
+        got = converged_info(box, weights=[])
+        assert [(d["part"], d["what"]) for d in got["differs"]] == [
+            ("health", 'GET /health: HTTP 200 but not ok: {"status":"loading"}')], got["differs"]
+    finally:
+        Health.body = b'{"status":"ok"}'
     subprocess.check_call(["docker", "stop", "-t", "0", box["name"]], stdout=subprocess.DEVNULL, timeout=60)
     got = converged_info(box, weights=[])
     assert [d["part"] for d in got["differs"]] == ["container"]
