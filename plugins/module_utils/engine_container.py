@@ -28,6 +28,7 @@ import time
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import context_fit, engine_args, smoke
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem, record
+from ansible_collections.glm53.tensorfold.plugins.module_utils.net import url_host
 
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
@@ -36,12 +37,6 @@ ACCEPTED = "neither a directory nor a Hugging Face repo id"
 STATE_RECORD = "engine.json"
 # How often a start asks /health while it waits for the API.
 WAIT_POLL_S = 0.25
-
-
-def url_host(host):
-    """A host for a URL: an IPv6 literal in brackets."""
-    host = str(host)
-    return "[%s]" % host if ":" in host and not host.startswith("[") else host
 
 
 def fit_advice(kind, fits, window, auto, page_rows):

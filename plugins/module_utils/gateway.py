@@ -7,7 +7,9 @@
   through this run, held out with the reason when they failed or never went LIVE;
 * HAProxy's ``show stat`` CSV read into one dict per server (``parse_show_stat``) and its status
   text read as the state the fleet report prints (``server_state``);
-* whether a drain has finished and whether a server is back (``drain_done``, ``is_up``).
+* whether a drain has finished and whether a server put back has passed a check since
+  (``drain_done``, ``ready_outcome``);
+* what would make HAProxy refuse the configuration or serve a box by mistake (``plan_problems``).
 
 The runtime API's words (``set server B/S state drain|maint|ready``, ``show stat``) are HAProxy's
 own (its management guide); the module ``gateway_server`` sends them over the admin socket.
@@ -23,7 +25,8 @@ import re
 _NAME = re.compile(r"[^A-Za-z0-9_.:-]")
 
 # What the fleet report prints for each state of a server at the gateway.
-STATES = ("up", "down", "draining", "drained", "checking", "held out", "unknown")
+# "unresolved": in maintenance because its address does not resolve (a DNS problem, not the box).
+STATES = ("up", "down", "draining", "drained", "checking", "unresolved", "held out", "unknown")
 
 
 def server_name(host):
@@ -81,9 +84,58 @@ def backend_plan(boxes):
             "names": dict((entry["host"], entry["name"]) for entry in servers + held)}
 
 
+def name_clashes(plan):
+    """Hosts whose server names come out the same (``gpu box@03`` and ``gpu_box_03``): HAProxy
+    refuses two servers of one name, and a drain by name would hit the other box. Returns text
+    for each clash (an E_SETTINGS problem), empty when none."""
+    by_name = {}
+    for entry in plan["servers"] + plan["held_out"]:
+        by_name.setdefault(entry["name"], []).append(entry["host"])
+    return ["inventory hosts %s become one server name at the gateway (%s)" % (
+        " and ".join("'%s'" % h for h in sorted(hosts)), name)
+        for name, hosts in sorted(by_name.items()) if len(hosts) > 1]
+
+
+def shared_addresses(plan):
+    """Servers that point at the same address and port: draining one leaves the other sending
+    requests to that box. Returns a warning's text for each, empty when none."""
+    by_target = {}
+    for server in plan["servers"]:
+        key = (server["address"].strip("[]").lower(), server["port"])
+        by_target.setdefault(key, []).append(server["host"])
+    return ["hosts %s both point at %s port %d, so draining one leaves the other sending requests to that box" % (
+        " and ".join(sorted(hosts)), address, port)
+        for (address, port), hosts in sorted(by_target.items()) if len(hosts) > 1]
+
+
+_ANY = ("", "*", "0.0.0.0", "::")
+
+
+def binds_overlap(one, other):
+    """Two listening addresses share a port's space (either is a wildcard, or they are the same)."""
+    one, other = (str(x).strip().strip("[]").lower() for x in (one, other))
+    return one in _ANY or other in _ANY or one == other
+
+
+def listen_clashes(gateway_host, boxes, listens, engine_bind):
+    """On a gateway host that is also one of the boxes (its engine runs with --network host), the
+    gateway's ports (``listens``: ``[{what, bind, port}]``) must not be the engine's. Returns text
+    for each clash, empty when none."""
+    engine = [b for b in boxes if str(b.get("host")) == str(gateway_host)]
+    if not engine:
+        return []
+    port = int(engine[0].get("port") or 0)
+    return ["%s %d (on %s) is also the port of the engine on this host (tensorfold_port %d on %s, which runs "
+            "with --network host as a box of the fleet)"
+            % (entry["what"], int(entry["port"]), entry["bind"] or "*", port, engine_bind)
+            for entry in listens if int(entry["port"]) == port and binds_overlap(entry["bind"], engine_bind)]
+
+
 def parse_show_stat(text):
     """HAProxy's ``show stat`` CSV as a list of dicts (servers only, not FRONTEND/BACKEND rows):
-    ``{backend, server, status, scur, qcur, check_status, check_code, check_desc, last_change}``."""
+    ``{backend, server, status, scur, qcur, check_status, check_running, check_code, check_desc,
+    last_change, check_fall}``. HAProxy marks a check in progress with ``* `` before its status
+    (``* L7OK``): ``check_status`` is without it, ``check_running`` says it was there."""
     text = (text or "").lstrip()
     if text.startswith("#"):
         text = text[1:].lstrip()
@@ -92,16 +144,19 @@ def parse_show_stat(text):
         server = row.get("svname") or ""
         if not server or server in ("FRONTEND", "BACKEND"):
             continue
+        check_status = (row.get("check_status") or "").strip()
         rows.append({
             "backend": row.get("pxname") or "",
             "server": server,
             "status": (row.get("status") or "").strip(),
             "scur": _int(row.get("scur")),
             "qcur": _int(row.get("qcur")),
-            "check_status": (row.get("check_status") or "").strip(),
+            "check_status": check_status.lstrip("* ").strip(),
+            "check_running": check_status.startswith("*"),
             "check_code": (row.get("check_code") or "").strip(),
             "check_desc": (row.get("check_desc") or "").strip(),
             "last_change": _int(row.get("lastchg")),
+            "check_fall": _int(row.get("check_fall")),
         })
     return rows
 
@@ -123,20 +178,25 @@ def find(rows, backend, server):
 def server_state(row):
     """The state the report prints for one server row (or ``unknown`` for none).
 
-    HAProxy's status reads ``UP``, ``DOWN``, ``MAINT`` (also ``MAINT (via ...)``), ``DRAIN``,
-    ``NOLB``, or ``UP 1/2`` / ``DOWN 1/2`` while a check is moving it; ``no check`` without checks.
+    HAProxy's status reads ``UP``, ``DOWN``, ``MAINT`` (also ``MAINT (via ...)``, and ``MAINT
+    (resolution)`` when its address does not resolve), ``DRAIN``, ``NOLB``, ``DOWN (agent)``,
+    ``UP 1/2`` / ``DOWN 1/2`` while a check moves it, and ``no check`` without checks.
     """
     if not row:
         return "unknown"
     status = row["status"].upper()
+    if status.startswith("MAINT (RESOLUTION)"):
+        # A DNS problem at the gateway: restarting the box would not help.
+        return "unresolved"
     if status.startswith("MAINT"):
         return "drained"
     if status.startswith("DRAIN") or status.startswith("NOLB"):
         return "draining"
     # "UP 1/2": serving, its health not yet full (just back from maintenance, or a check failed).
+    # "no check": serving with checks off (nothing proves it works; ready_outcome says so).
     if status.startswith("UP") or status == "NO CHECK":
         return "up"
-    if status == "DOWN":
+    if status == "DOWN" or status.startswith("DOWN (AGENT)"):
         return "down"
     # "DOWN 1/2": not serving yet, checks passing on its way up.
     if status.startswith("DOWN "):
@@ -145,8 +205,27 @@ def server_state(row):
 
 
 def is_up(row):
-    """The gateway sends the server requests (UP, or UP x/y while its health moves)."""
-    return bool(row) and row["status"].upper().startswith("UP")
+    """The gateway sends the server requests (the report's ``up``: UP, UP x/y, no check)."""
+    return server_state(row) == "up"
+
+
+def ready_outcome(row):
+    """Where a server put back (``set server ... state ready``) stands: ``passed``, ``waiting``,
+    ``no check`` (checks off: nothing can prove it) or ``gone`` (not in the configuration).
+
+    Leaving maintenance HAProxy sets the server's health to ``rise``, the lowest UP (``UP 1/2``)
+    below the full ``rise + fall - 1``; only a check that passed after that brings it to a plain
+    ``UP``. So a plain ``UP`` read after the command proves a passed check, as long as
+    ``fall`` >= 2 (with ``fall`` 1 the lowest UP is already full: the gateway's pre-flight refuses it).
+    """
+    if not row:
+        return "gone"
+    status = row["status"].upper()
+    if status == "NO CHECK":
+        return "no check"
+    if status == "UP" and not row.get("check_running") and not row["check_status"].upper().startswith("INI"):
+        return "passed"
+    return "waiting"
 
 
 def drain_done(row):
@@ -180,6 +259,15 @@ def check_summary(row):
     if row["scur"]:
         parts.append("%d request%s in flight" % (row["scur"], "" if row["scur"] == 1 else "s"))
     return ", ".join(parts)
+
+
+def check_fall_problem(fall):
+    """``fall`` 1 puts a box back at full health before any check, so a rolling restart could not
+    tell that the gateway's check passed (``ready_outcome``). Text for E_SETTINGS, or None."""
+    if int(fall) >= 2:
+        return None
+    return ("gateway_check_fall is %s: a box put back would read UP before any check ran, so a rolling restart "
+            "could not wait for a passed check" % fall)
 
 
 def check_timing_problem(interval, timeout, fastinter_ms, fall):

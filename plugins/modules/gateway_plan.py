@@ -19,6 +19,9 @@ description:
   - A box that failed a step this run, or whose smoke test did not find it LIVE, is held out with
     the reason; a box the smoke test did not judge this run stays, and the gateway's own check (a
     real completion) judges it.
+  - Fails (E_SETTINGS) before anything is written when two hosts' names become the same server name at
+    the gateway, or when the gateway's ports are the engine's on a gateway host that is also a box;
+    warns (W_GATEWAY) when two boxes point at the same address and port.
 author:
   - glm53.tensorfold contributors (@glm53)
 options:
@@ -40,7 +43,32 @@ options:
       interval: {description: Seconds between two checks (C(gateway_check_interval))., type: float, required: true}
       timeout: {description: Seconds one check may take (C(gateway_check_timeout))., type: float, required: true}
       fastinter_ms: {description: Milliseconds between the fast re-checks (C(gateway_check_fastinter_ms))., type: float, required: true}
-      fall: {description: Failed checks that take a box out (C(gateway_check_fall))., type: int, required: true}
+      fall:
+        description:
+          - Failed checks that take a box out (C(gateway_check_fall)); at least 2, so that a box put back proves a
+            passed check (M(glm53.tensorfold.gateway_server) O(glm53.tensorfold.gateway_server#module:state=ready)).
+        type: int
+        required: true
+  listens:
+    description:
+      - The gateway's own listening ports on this host (C(gateway_port), C(gateway_stats_port)). When this host is
+        also one of O(hosts), its engine (host network) uses its C(tensorfold_port), and a port of both on overlapping
+        addresses is refused (E_SETTINGS).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      what: {description: "The setting's name, for messages.", type: str, required: true}
+      bind: {description: The address it listens on (C(*) for every address)., type: str, default: "*"}
+      port: {description: The port., type: int, required: true}
+  engine_bind:
+    description: The address this host's engine listens on (C(tensorfold_host)), when it is one of O(hosts).
+    type: str
+    default: 0.0.0.0
+  group:
+    description: The group O(hosts) come from, for messages.
+    type: str
+    default: gpu_hosts
 extends_documentation_fragment:
   - glm53.tensorfold.controller
 """
@@ -65,6 +93,11 @@ held_out:
   type: list
   elements: dict
   sample: [{"host": "gpu-box-02", "name": "gpu-box-02", "reason": "failed in gpu_host_checks this run"}]
+warnings:
+  description: Two boxes pointing at the same address and port (a drain of one leaves the other sending to it).
+  returned: always
+  type: list
+  elements: str
 names:
   description: Each box's server name at the gateway (its inventory name, characters HAProxy does not allow in a name replaced by C(_)), by host.
   returned: always
@@ -84,6 +117,13 @@ ARGUMENT_SPEC = dict(
         fastinter_ms=dict(type="float", required=True),
         fall=dict(type="int", required=True),
     )),
+    listens=dict(type="list", elements="dict", default=[], options=dict(
+        what=dict(type="str", required=True),
+        bind=dict(type="str", default="*"),
+        port=dict(type="int", required=True),
+    )),
+    engine_bind=dict(type="str", default="0.0.0.0"),
+    group=dict(type="str", default="gpu_hosts"),
 )
 
 

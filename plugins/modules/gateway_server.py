@@ -20,8 +20,20 @@ description:
     flight on it have finished, at most O(drain_timeout) seconds, then puts it in maintenance
     (C(state maint)), which also pauses its health checks. A drain that runs out of time does
     not fail; it says how many requests were still in flight."
-  - O(state=ready) puts the server back (C(set server B/S state ready)) and waits until its health
-    check (a real completion) passes, at most O(ready_timeout) seconds; it fails when it does not.
+  - "O(state=ready) puts the server back (C(set server B/S state ready)) and waits, at most
+    O(ready_timeout) seconds, until a health check (a real completion) that ran after the command
+    has passed; it fails (E_GATEWAY, with the last check's status) when none has. Leaving
+    maintenance HAProxy shows the server C(UP 1/2) at once, before any check: only a plain C(UP)
+    (its health full again) proves a passed check, which needs C(fall) 2 or more (the gateway
+    role's pre-flight refuses less). A server with checks off (C(no check)) cannot prove one: that
+    fails at once."
+  - "A server that leaves the gateway's configuration while it drains (a reload without it) ends
+    the drain at once with E_GATEWAY: its requests in flight can no longer be followed."
+  - "O(state=saved) writes every server's runtime state (C(show servers state)) to O(state_file),
+    which HAProxy reads when it starts (C(load-server-state-from-file)): run before a reload, a box
+    left in maintenance stays out and the others keep their health. Nothing when HAProxy is not
+    running. With O(state=drained) or O(state=ready), O(state_file) is written after the change too,
+    so the file never holds an older state of that box."
   - O(state=query) changes nothing; with O(wait_settled) it first waits until no server of the
     backend is between states (a check moving it, or its first check not done yet).
   - "Check mode: O(state=drained) and O(state=ready) report what they would change and send no command."
@@ -45,8 +57,13 @@ options:
   state:
     description: What to do.
     type: str
-    choices: [drained, ready, query]
+    choices: [drained, ready, query, saved]
     default: query
+  state_file:
+    description:
+      - HAProxy's C(server-state-file); required with O(state=saved), optional with O(state=drained) and
+        O(state=ready) (written after the change).
+    type: path
   drain_timeout:
     description: Seconds to wait for the requests in flight to finish before maintenance.
     type: int
@@ -65,7 +82,7 @@ options:
     default: 0.5
 attributes:
   check_mode:
-    description: Says what it would change and sends no command that changes HAProxy.
+    description: Says what it would change and sends no command that changes HAProxy, and writes no file.
     support: full
   diff_mode:
     description: Returns no diff.
@@ -101,7 +118,7 @@ servers:
   contains:
     server: {description: The server's name (the box's inventory name as the gateway names it)., type: str}
     status: {description: "HAProxy's status text: UP, DOWN, MAINT, DRAIN, or UP 1/2 while a check moves it.", type: str}
-    state: {description: "up, down, draining, drained, checking or unknown.", type: str}
+    state: {description: "up, down, draining, drained, checking, unresolved (its address does not resolve) or unknown.", type: str}
     scur: {description: Requests in flight on it., type: int}
     check: {description: What its last health check saw., type: str}
 server:
@@ -109,6 +126,10 @@ server:
   returned: when O(server) is given
   type: str
   sample: gpu-box-01
+saved:
+  description: With O(state=saved), whether the state was written (false when HAProxy is not running, or in check mode).
+  returned: when state is saved
+  type: bool
 drain:
   description: With O(state=drained), how the drain went.
   returned: when state is drained and something was done
@@ -120,13 +141,16 @@ drain:
     left_in_flight: {description: Requests still in flight when maintenance began., type: int}
 """
 
+import errno
+import os
 import socket
+import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.gateway import (
-    check_summary, drain_done, find, is_up, parse_show_stat, server_name, server_state, settled)
+    check_summary, drain_done, find, parse_show_stat, ready_outcome, server_name, server_state, settled)
 
 
 class RuntimeApi(object):
@@ -152,8 +176,37 @@ class RuntimeApi(object):
             conn.close()
         return b"".join(chunks).decode(errors="replace")
 
-    def rows(self):
-        return parse_show_stat(self.send("show stat"))
+    def rows(self, backend=None):
+        # "show stat BACKEND 4 -1": that backend's servers only, a light read for each poll.
+        return parse_show_stat(self.send("show stat %s 4 -1" % backend if backend else "show stat"))
+
+
+def write_state(text, path):
+    """``show servers state``'s answer into ``path``, replaced whole (HAProxy never reads half a file)."""
+    if not text.startswith("1\n"):  # the format version HAProxy reads back
+        raise ValueError("unexpected answer to show servers state: %s" % text.strip()[:200])
+    handle, temp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".server-state.")
+    try:
+        with os.fdopen(handle, "w") as out:
+            out.write(text)
+        os.chmod(temp, 0o640)
+        os.rename(temp, path)
+    except Exception:
+        if os.path.exists(temp):
+            os.remove(temp)
+        raise
+
+
+def socket_problem(who, path, err):
+    """E_GATEWAY text for a runtime API that cannot be used, with what to do for the cause."""
+    if getattr(err, "errno", None) in (errno.EACCES, errno.EPERM):
+        return ("[E_GATEWAY] %s: permission denied on HAProxy's runtime API at %s. Run the task as root "
+                "(become: true) or as a member of the socket's group (haproxy), then run again." % (who, path))
+    if getattr(err, "errno", None) in (errno.ENOENT, errno.ECONNREFUSED):
+        return ("[E_GATEWAY] %s: cannot read HAProxy's runtime API at %s: %s. Run site.yml --tags gateway to set "
+                "the gateway up, then run again." % (who, path, err))
+    return ("[E_GATEWAY] %s: HAProxy's runtime API at %s failed: %s. Check that HAProxy is running on the "
+            "gateway (systemctl status haproxy), then run again." % (who, path, err))
 
 
 def public(rows, backend):
@@ -167,13 +220,14 @@ def main():
             socket=dict(type="path", default="/run/haproxy/admin.sock"),
             backend=dict(type="str", default="engines"),
             server=dict(type="str"),
-            state=dict(type="str", choices=["drained", "ready", "query"], default="query"),
+            state=dict(type="str", choices=["drained", "ready", "query", "saved"], default="query"),
+            state_file=dict(type="path"),
             drain_timeout=dict(type="int", default=900),
             ready_timeout=dict(type="int", default=60),
             wait_settled=dict(type="bool", default=False),
             poll=dict(type="float", default=0.5),
         ),
-        required_if=[("state", "drained", ["server"]), ("state", "ready", ["server"])],
+        required_if=[("state", "drained", ["server"]), ("state", "ready", ["server"]), ("state", "saved", ["state_file"])],
         supports_check_mode=True,
     )
     params = module.params
@@ -186,19 +240,49 @@ def main():
             result["server"] = server
         module.exit_json(**result)
 
+    who = module.params.get("server") or "gateway"
+
     def read():
         try:
-            return api.rows()
+            return api.rows(backend)
         except (OSError, socket.error) as err:
-            module.fail_json(msg="[E_GATEWAY] %s: cannot read HAProxy's runtime API at %s: %s. "
-                                 "Run site.yml --tags gateway to set the gateway up, then run again."
-                             % (module.params.get("server") or "gateway", params["socket"], err))
+            module.fail_json(msg=socket_problem(who, params["socket"], err))
 
     def command(text):
-        answer = api.send(text).strip()
+        try:
+            answer = api.send(text).strip()
+        except (OSError, socket.error) as err:
+            module.fail_json(msg=socket_problem(who, params["socket"], err))
         if answer:  # set server ... answers nothing when it worked
             module.fail_json(msg="[E_GATEWAY] %s: HAProxy refused '%s': %s. Check that the box is in the "
                                  "gateway's configuration (site.yml --tags gateway)." % (server, text, answer))
+
+    def save(required):
+        """The runtime state into state_file; False when there is nothing to write (no file asked
+        for, check mode, HAProxy not running). A failure fails O(state=saved), else warns."""
+        if not params["state_file"] or module.check_mode:
+            return False
+        try:
+            text = api.send("show servers state")
+        except (OSError, socket.error) as err:
+            if getattr(err, "errno", None) in (errno.ENOENT, errno.ECONNREFUSED):
+                return False  # not running: its next start has no state to keep
+            text, wrong = None, socket_problem(who, params["socket"], err)
+        if text is not None:
+            try:
+                write_state(text, params["state_file"])
+                return True
+            except (OSError, ValueError) as err:
+                wrong = ("[E_GATEWAY] %s: cannot save HAProxy's server state to %s: %s. Check the folder, then "
+                         "run again." % (who, params["state_file"], err))
+        if required:
+            module.fail_json(msg=wrong)
+        module.warn(wrong)
+        return False
+
+    if params["state"] == "saved":
+        saved = save(True)
+        finish(changed=saved, saved=saved)
 
     rows = read()
     if params["state"] == "query":
@@ -234,11 +318,19 @@ def main():
         started = time.time()
         in_flight = row["scur"]
         row = find(read(), backend, server)
-        while not drain_done(row) and time.time() - started < params["drain_timeout"]:
+        while row and not drain_done(row) and time.time() - started < params["drain_timeout"]:
             time.sleep(params["poll"])
             row = find(read(), backend, server)
-        left = row["scur"] if row else 0
+        if row is None:
+            # Gone from the configuration (a reload without it): its requests in flight, if any, are
+            # on the old process, out of sight, so "drained" could not be told apart from "cut".
+            module.fail_json(msg="[E_GATEWAY] %s: left the gateway's configuration while it drained (HAProxy was "
+                                 "reloaded without it); its requests in flight can no longer be followed. Run "
+                                 "site.yml --tags gateway, then run the restart again." % server,
+                             servers=public(read(), backend))
+        left = row["scur"]
         command("set server %s state maint" % name)
+        save(False)
         drain = {"in_flight_at_start": in_flight, "waited_s": round(time.time() - started, 1),
                  "timed_out": left > 0, "left_in_flight": left}
         warnings = []
@@ -249,22 +341,29 @@ def main():
         finish(changed=True, drain=drain, servers=public(read(), backend), warnings=warnings)
 
     # ready
-    if is_up(row) and server_state(row) == "up":
+    if ready_outcome(row) == "passed":
         finish(changed=False, servers=public(rows, backend))
+    if ready_outcome(row) == "no check":
+        module.fail_json(msg="[E_GATEWAY] %s: the gateway has checks off for it (no check), so nothing can prove "
+                             "that it answers. Turn them on (enable health %s on the gateway's runtime API), "
+                             "then run again." % (server, name), servers=public(rows, backend))
     if module.check_mode:
         finish(changed=True, servers=public(rows, backend))
     command("set server %s state ready" % name)
+    save(False)
+    # From here only a check that ran after the command can make it a plain UP (ready_outcome).
     deadline = time.time() + params["ready_timeout"]
     row = find(read(), backend, server)
-    while not is_up(row) and time.time() < deadline:
+    while ready_outcome(row) == "waiting" and time.time() < deadline:
         time.sleep(params["poll"])
         row = find(read(), backend, server)
     rows = read()
-    if not is_up(find(rows, backend, server)):
-        module.fail_json(msg="[E_GATEWAY] %s: back in rotation but the gateway's check did not pass within %d s "
-                             "(%s). The box answers its smoke test but not the gateway's completion: check that the "
-                             "gateway reaches it on its port and that gateway_check_timeout is long enough."
-                         % (server, params["ready_timeout"], check_summary(find(rows, backend, server))),
+    row = find(rows, backend, server)
+    if ready_outcome(row) != "passed":
+        module.fail_json(msg="[E_GATEWAY] %s: put back, but no gateway check passed within %d s (%s). The box "
+                             "answers its smoke test but not the gateway's completion: check that the gateway "
+                             "reaches it on its port and that gateway_check_timeout is long enough."
+                         % (server, params["ready_timeout"], check_summary(row)),
                          servers=public(rows, backend))
     finish(changed=True, servers=public(rows, backend))
 

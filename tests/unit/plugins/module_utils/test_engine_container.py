@@ -441,6 +441,7 @@ def test_the_wait_is_up_only_when_health_says_ok(tmp_path):
     assert box.wait() == "up" and len(asked) == 4
 
 
-def test_an_ipv6_api_host_is_bracketed_in_urls():
-    assert ec.url_host("::1") == "[::1]" and ec.url_host("[::1]") == "[::1]"
-    assert ec.url_host("127.0.0.1") == "127.0.0.1" and ec.url_host("box-01") == "box-01"
+def test_an_ipv6_api_host_is_bracketed_in_the_modules_urls(tmp_path):
+    docker = FakeDocker(fitting)
+    box = engine(tmp_path, docker, context="65536", api_host="::1")
+    assert box.run("started")["endpoint"] == "http://[::1]:8020/v1"

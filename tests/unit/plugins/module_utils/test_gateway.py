@@ -7,8 +7,9 @@ __metaclass__ = type
 import os
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.gateway import (
-    backend_plan, box_from_facts, check_summary, check_timing_problem, drain_done, find, is_up, parse_show_stat,
-    server_name, server_state, settled)
+    backend_plan, binds_overlap, box_from_facts, check_fall_problem, check_summary, check_timing_problem, drain_done,
+    find, is_up, listen_clashes, name_clashes, parse_show_stat, ready_outcome, server_name, server_state, settled,
+    shared_addresses)
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 
@@ -101,3 +102,62 @@ def test_the_check_timing_takes_a_wedged_engine_out_within_two_intervals():
     wrong = check_timing_problem(5, 3, 500, 2)
     assert wrong and "(2 x 3 s + 1 x 500 ms) exceeds gateway_check_interval (5 s)" in wrong
     assert check_timing_problem(5, 2, 1500, 2)  # the fast re-checks count too
+
+
+def test_a_box_put_back_is_ready_only_after_a_check_that_ran_since():
+    # Leaving maintenance HAProxy reads "UP 1/2" at once (health set to rise, no check yet).
+    row = {"status": "UP 1/2", "scur": 0, "qcur": 0, "check_status": "L7OK", "check_running": False}
+    assert ready_outcome(row) == "waiting"
+    assert ready_outcome(dict(row, status="UP")) == "passed"
+    assert ready_outcome(dict(row, status="UP", check_status="INI")) == "waiting"
+    assert ready_outcome(dict(row, status="DOWN", check_status="L7STS")) == "waiting"
+    assert ready_outcome(dict(row, status="no check", check_status="")) == "no check"
+    assert ready_outcome(None) == "gone"
+
+
+def test_fall_1_is_refused_since_no_return_could_be_proven():
+    assert check_fall_problem(2) is None
+    assert "gateway_check_fall is 1" in check_fall_problem(1)
+
+
+def test_statuses_read_as_what_they_mean():
+    row = {"status": "no check", "scur": 0, "qcur": 0, "check_status": ""}
+    assert server_state(row) == "up" and is_up(row)  # both agree: HAProxy sends it requests
+    assert server_state(dict(row, status="MAINT (resolution)")) == "unresolved"
+    assert server_state(dict(row, status="DOWN (agent)")) == "down"
+    assert not is_up(dict(row, status="MAINT (resolution)"))
+
+
+def test_a_running_check_loses_its_star():
+    text = ("# pxname,svname,qcur,scur,status,check_status,check_fall\n"
+            "engines,gpu-box-01,0,0,UP 1/2,* L7OK,2\n"
+            "engines,gpu-box-02,0,0,DOWN,* INI,2\n")
+    first, second = parse_show_stat(text)
+    assert first["check_status"] == "L7OK" and first["check_running"] and first["check_fall"] == 2
+    assert check_summary(first) == "UP 1/2, last check L7OK"
+    assert second["check_status"] == "INI" and not settled([second], "engines")
+
+
+def test_two_hosts_of_one_server_name_are_a_clash():
+    plan = backend_plan([box("gpu box@03"), box("gpu_box_03"), box("gpu-box-01")])
+    assert name_clashes(plan) == ["inventory hosts 'gpu box@03' and 'gpu_box_03' become one server name at the gateway (gpu_box_03)"]
+    # A held-out box counts too: a drain by name would reach the other one.
+    assert name_clashes(backend_plan([box("a.b"), box("a@b", failure_stage="x"), box("a_b")])) == [
+        "inventory hosts 'a@b' and 'a_b' become one server name at the gateway (a_b)"]
+    assert name_clashes(backend_plan([box("gpu-box-01")])) == []
+
+
+def test_two_hosts_at_one_address_and_port_are_named():
+    plan = backend_plan([box("a", address="10.0.0.1"), box("b", address="10.0.0.1"), box("c", address="10.0.0.1", port=8030)])
+    assert shared_addresses(plan) == ["hosts a and b both point at 10.0.0.1 port 8020, so draining one leaves the other "
+                                      "sending requests to that box"]
+
+
+def test_a_gateway_that_is_also_a_box_must_not_take_the_engine_port():
+    boxes = [box("gw", port=8020), box("gpu-box-01")]
+    listens = [{"what": "gateway_port", "bind": "*", "port": 8020}, {"what": "gateway_stats_port", "bind": "*", "port": 8404}]
+    wrong = listen_clashes("gw", boxes, listens, "0.0.0.0")
+    assert len(wrong) == 1 and wrong[0].startswith("gateway_port 8020 (on *) is also the port of the engine")
+    assert listen_clashes("gateway-01", boxes, listens, "0.0.0.0") == []  # not a box
+    assert listen_clashes("gw", boxes, [dict(listens[0], bind="10.0.0.5")], "127.0.0.1") == []
+    assert binds_overlap("::", "10.0.0.5") and binds_overlap("10.0.0.5", "10.0.0.5") and not binds_overlap("a", "b")

@@ -23,13 +23,17 @@ HEADER = ("# pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,dreq,dresp,ere
 
 class FakeHAProxy(threading.Thread):
     """One server per name: status and requests in flight; a drain lets in-flight requests finish
-    one per `finish_every` seconds."""
+    one per `finish_every` seconds. Leaving maintenance a server reads "UP 1/2" (HAProxy sets its
+    health to rise) until its next check, `check_after` seconds later, passes ("UP") or fails
+    ("DOWN", L7STS) as its "check" says."""
 
-    def __init__(self, path, servers, finish_every=0.05):
+    def __init__(self, path, servers, finish_every=0.05, check_after=0.05):
         super().__init__(daemon=True)
         self.path = path
-        self.servers = servers  # name -> {"status":..., "scur":...}
+        self.servers = servers  # name -> {"status":..., "scur":..., "check": "pass"|"fail"}
         self.finish_every = finish_every
+        self.check_after = check_after
+        self.on_command = None  # called with each command before it is answered
         self.commands = []
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(path)
@@ -39,7 +43,8 @@ class FakeHAProxy(threading.Thread):
         lines = [HEADER]
         for name, server in sorted(self.servers.items()):
             fields = ["engines", name, "0", "", str(server["scur"])] + [""] * 12 + [server["status"]] + [""] * 18
-            fields += ["L7OK" if server["status"] == "UP" else "L7TOUT", "200", "5"]
+            fields += [server.get("check_status") or ("L7OK" if server["status"].startswith("UP") else "L7TOUT"),
+                       "200", "5"]
             lines.append(",".join(fields) + "\n")
         return "".join(lines)
 
@@ -48,19 +53,31 @@ class FakeHAProxy(threading.Thread):
             conn = self.sock.accept()[0]
             command = conn.recv(4096).decode().strip()
             self.commands.append(command)
+            if self.on_command:
+                self.on_command(self, command)
             answer = ""
-            if command == "show stat":
+            if command.startswith("show stat"):
                 for server in self.servers.values():
                     if server["status"] in ("DRAIN", "MAINT") and server["scur"] and time.time() >= server.get("next", 0):
                         server["scur"] -= 1
                         server["next"] = time.time() + self.finish_every
+                    if server["status"] == "UP 1/2" and time.time() >= server.get("check_at", 0):
+                        passed = server.get("check", "pass") == "pass"
+                        server["status"], server["check_status"] = ("UP", "L7OK") if passed else ("DOWN", "L7STS")
                 answer = self.stat()
+            elif command == "show servers state":
+                answer = "1\n# be_id be_name srv_id srv_name\n" + "".join(
+                    "3 engines %d %s\n" % (n, name) for n, name in enumerate(sorted(self.servers), 1))
             elif command.startswith("set server engines/"):
                 name, state = command[len("set server engines/"):].split(" state ", 1)
                 if name not in self.servers:
                     answer = "No such server.\n"
                 else:
-                    self.servers[name]["status"] = {"drain": "DRAIN", "maint": "MAINT", "ready": "UP"}[state]
+                    server = self.servers[name]
+                    if state == "ready" and server["status"] == "MAINT":
+                        server["status"], server["check_at"] = "UP 1/2", time.time() + self.check_after
+                    elif state != "ready":
+                        server["status"] = {"drain": "DRAIN", "maint": "MAINT"}[state]
                     answer = "\n"
             conn.sendall(answer.encode())
             conn.close()
@@ -136,3 +153,72 @@ def test_unknown_boxes_and_a_missing_socket(run, haproxy, tmp_path):
     missing = run(socket=str(tmp_path / "none.sock"), state="query")
     assert missing["failed"] and "cannot read HAProxy's runtime API" in missing["msg"]
     assert os.path.exists(haproxy.path)
+
+
+def test_ready_waits_for_a_check_that_ran_after_the_command(run, haproxy):
+    # Leaving maintenance HAProxy reads "UP 1/2" before any check: that is no proof yet.
+    haproxy.servers["gpu-box-02"]["status"] = "MAINT"
+    haproxy.check_after = 0.3
+    started = time.time()
+    result = run(server="gpu-box-02", state="ready", ready_timeout=5)
+    assert not result.get("failed") and result["changed"] and time.time() - started >= 0.3
+    assert haproxy.servers["gpu-box-02"]["status"] == "UP"
+
+
+def test_ready_fails_with_the_last_check_when_the_gateway_cannot_reach_the_box(run, haproxy):
+    haproxy.servers["gpu-box-02"].update(status="MAINT", check="fail")
+    result = run(server="gpu-box-02", state="ready", ready_timeout=1)
+    assert result["failed"] and result["msg"].startswith("[E_GATEWAY] gpu-box-02: put back, but no gateway check")
+    assert "DOWN, last check L7STS" in result["msg"]
+
+
+def test_ready_with_checks_off_cannot_be_proven(run, haproxy):
+    haproxy.servers["gpu-box-02"]["status"] = "no check"
+    result = run(server="gpu-box-02", state="ready", ready_timeout=5)
+    assert result["failed"] and "checks off" in result["msg"] and "enable health engines/gpu-box-02" in result["msg"]
+    assert not any(c.startswith("set ") for c in haproxy.commands)
+
+
+def test_a_socket_that_goes_away_before_set_server_is_e_gateway(run, haproxy):
+    def vanish(fake, command):
+        if os.path.exists(fake.path):  # HAProxy stops after answering this read
+            os.unlink(fake.path)
+    haproxy.on_command = vanish
+    result = run(server="gpu-box-02", state="drained")
+    assert result["failed"] and result["msg"].startswith("[E_GATEWAY] gpu-box-02: cannot read HAProxy's runtime API")
+    assert haproxy.commands == ["show stat engines 4 -1"]
+
+
+def test_permission_denied_on_the_socket_says_so(run, monkeypatch):
+    def denied(self, command):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(gateway_server.RuntimeApi, "send", denied)
+    result = run(state="query")
+    assert result["failed"] and "permission denied on HAProxy's runtime API" in result["msg"]
+    assert "become: true" in result["msg"] and "--tags gateway" not in result["msg"]
+
+
+def test_a_server_that_leaves_the_configuration_mid_drain_ends_the_wait(run, haproxy):
+    def reload_without_it(fake, command):
+        if command.startswith("show stat") and fake.servers.get("gpu-box-01", {}).get("status") == "DRAIN":
+            fake.servers.pop("gpu-box-01")
+    haproxy.on_command = reload_without_it
+    haproxy.finish_every = 60
+    started = time.time()
+    result = run(server="gpu-box-01", state="drained", drain_timeout=30)
+    assert result["failed"] and time.time() - started < 5
+    assert "left the gateway's configuration while it drained" in result["msg"]
+
+
+def test_the_server_state_is_saved_for_the_next_start(run, haproxy, tmp_path):
+    state = tmp_path / "server-state"
+    assert run(state="saved", state_file=str(state)) == {"changed": True, "saved": True}
+    assert state.read_text().startswith("1\n") and "engines 1 gpu-box-01" in state.read_text()
+    # A drain rewrites it, so a later start does not bring back an older state of that box.
+    state.write_text("1\n")
+    run(server="gpu-box-02", state="drained", state_file=str(state))
+    assert "gpu-box-02" in state.read_text()
+    # Not running: nothing to keep, and no failure.
+    assert run(state="saved", socket=str(tmp_path / "none.sock"), state_file=str(state))["saved"] is False
+    assert run(check_mode=True, state="saved", state_file=str(tmp_path / "other"))["saved"] is False
+    assert not (tmp_path / "other").exists()
