@@ -6,6 +6,7 @@
 
 A line of madison output is ``NAME | VERSION | URI SUITE[/COMPONENT] ARCH-OR-Sources``; the
 columns are padded with spaces. Source-package lines (ending in ``Sources``) are skipped.
+``madison_error`` tells an answer from a failure to read apt's sources.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -41,3 +42,18 @@ def held_packages(lines, packages):
         if len(columns) == 2 and columns[1].strip() == "hold":
             held.add(columns[0].strip().split(":")[0])
     return [name for name in packages if name in held]
+
+
+def madison_error(rc, err):
+    """None when ``apt-cache madison`` answered, else what apt said. It exits 0 with no lines for a
+    package no source offers; a non-zero exit means apt could not read its sources or cache (exit
+    100, empty stdout), so an empty answer then says nothing about the packages."""
+    if rc == 0:
+        return None
+    lines = [line.strip() for line in (err or "").splitlines() if line.strip()]
+    # apt repeats its errors (once per attempt to read the sources): each once, in order.
+    said = []
+    for line in lines:
+        if line not in said:
+            said.append(line)
+    return "apt-cache madison exited %s: %s" % (rc, " ".join(said) if said else "it printed no message")

@@ -17,6 +17,9 @@ description:
     cache offers as C(NAME=VERSION), in apt's order; source-package lines are left out.
   - A package apt does not know, or a host without C(apt-cache), gives no pairs rather than a
     failure, so the caller decides what a missing version means.
+  - C(apt-cache madison) exits 0 for a package no source offers; when it exits otherwise (apt
+    cannot read its sources, for example two entries of one repository with different
+    C(Signed-By)), the module fails with apt's message, since no pairs would then say nothing.
   - Also returns which of O(packages) dpkg holds (C(dpkg-query)), so a caller marks only those
     whose hold must change.
   - Only reads; nothing on the host changes, so check mode gives the same answer.
@@ -62,11 +65,16 @@ rc:
   returned: always
   type: int
   sample: 0
+stderr:
+  description: What C(apt-cache madison) printed on its error output.
+  returned: when it ran
+  type: str
+  sample: ""
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils.apt_madison import held_packages, madison_pairs
+from ansible_collections.glm53.tensorfold.plugins.module_utils.apt_madison import held_packages, madison_error, madison_pairs
 
 
 def main():
@@ -84,8 +92,11 @@ def main():
     apt_cache = module.get_bin_path("apt-cache", required=False)
     if not apt_cache:
         module.exit_json(changed=False, pairs=[], rc=None, held=held)
-    rc, out, dummy = module.run_command([apt_cache, "madison"] + packages)
-    module.exit_json(changed=False, pairs=madison_pairs(out), rc=rc, held=held)
+    rc, out, err = module.run_command([apt_cache, "madison"] + packages)
+    error = madison_error(rc, err)
+    if error:
+        module.fail_json(msg=error, rc=rc, stderr=err, pairs=[], held=held)
+    module.exit_json(changed=False, pairs=madison_pairs(out), rc=rc, stderr=err, held=held)
 
 
 if __name__ == "__main__":

@@ -57,3 +57,29 @@ def test_held_packages_are_named_in_the_order_asked_whatever_their_architecture_
     assert apt_madison.held_packages(out, asked) == ["nvidia-container-toolkit-base", "libnvidia-container1"]
     assert apt_madison.held_packages("", asked) == []
     assert apt_madison.held_packages("dpkg-query: no packages found matching x\n", ["x"]) == []
+
+
+# apt 2.6's answer when two sources of one repository name different keys (recorded with a scratch
+# Dir::Etc): exit 100, nothing on stdout, each error twice on stderr.
+CONFLICT_STDERR = (
+    "E: Conflicting values set for option Signed-By regarding source "
+    "https://nvidia.github.io/libnvidia-container/stable/deb/amd64/ /: /etc/apt/keyrings/nvidia-container-toolkit.asc "
+    "!= /usr/share/keyrings/nvidia-container-toolkit-keyring.gpg\n"
+    "E: The list of sources could not be read.\n"
+    "E: Conflicting values set for option Signed-By regarding source "
+    "https://nvidia.github.io/libnvidia-container/stable/deb/amd64/ /: /etc/apt/keyrings/nvidia-container-toolkit.asc "
+    "!= /usr/share/keyrings/nvidia-container-toolkit-keyring.gpg\n"
+    "E: The list of sources could not be read.\n")
+
+
+def test_a_failed_madison_is_an_error_that_quotes_apt_each_line_once():
+    error = apt_madison.madison_error(100, CONFLICT_STDERR)
+    assert error.startswith("apt-cache madison exited 100: E: Conflicting values set for option Signed-By")
+    assert error.count("Conflicting values") == 1 and error.endswith("E: The list of sources could not be read.")
+    assert apt_madison.madison_error(100, "") == "apt-cache madison exited 100: it printed no message"
+
+
+def test_an_unknown_package_is_an_answer_not_an_error():
+    # apt 2.6: `apt-cache madison nosuchpkg` exits 0 and prints nothing.
+    assert apt_madison.madison_error(0, "") is None
+    assert apt_madison.madison_error(0, "W: Target Packages is configured multiple times\n") is None

@@ -50,3 +50,21 @@ def test_a_host_without_apt_cache_gives_no_pairs(monkeypatch, run_module):
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda self, name, **kw: None)
     result = run_module(apt_madison_info, packages=["nvidia-container-toolkit"])
     assert result["pairs"] == [] and result["rc"] is None and result["held"] == [] and not result.get("failed")
+
+
+def test_apt_unable_to_read_its_sources_fails_with_its_message_not_an_empty_answer(monkeypatch, run_module):
+    err = ("E: Conflicting values set for option Signed-By regarding source https://nvidia.github.io/libnvidia-container/"
+           "stable/deb/amd64/ /: /etc/apt/keyrings/nvidia-container-toolkit.asc != /usr/share/keyrings/x.gpg\n"
+           "E: The list of sources could not be read.\n")
+
+    def run_command(self, argv, **kwargs):
+        if argv[0].endswith("dpkg-query"):
+            return 0, "nvidia-container-toolkit\thold\n", ""
+        return 100, "", err
+
+    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda self, name, **kw: "/usr/bin/" + name)
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
+    result = run_module(apt_madison_info, packages=["nvidia-container-toolkit"])
+    assert result["failed"] and result["rc"] == 100 and result["stderr"] == err
+    assert result["msg"].startswith("apt-cache madison exited 100: E: Conflicting values set for option Signed-By")
+    assert result["pairs"] == [] and result["held"] == ["nvidia-container-toolkit"]
