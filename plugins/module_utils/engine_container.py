@@ -26,8 +26,9 @@ import tarfile
 import tempfile
 import time
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import context_fit, engine_args, smoke
+from ansible_collections.glm53.tensorfold.plugins.module_utils import context_fit, engine_args
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem, record
+from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok
 from ansible_collections.glm53.tensorfold.plugins.module_utils.net import url_host
 
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
@@ -427,7 +428,7 @@ class EngineContainer(object):
                 if not state.get("Running"):
                     return "ended: status %s, exit code %s" % (state.get("Status", "missing"), state.get("ExitCode", "unknown"))
                 next_inspect = self.clock() + 1
-            if smoke.health_ok(*self.http("/health", timeout=2)):
+            if health_ok(*self.http("/health", timeout=2)):
                 return "up"
             if self.clock() >= deadline:
                 return "timeout"

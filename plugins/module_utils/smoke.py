@@ -21,6 +21,7 @@ import json
 from ansible.module_utils.six.moves.http_client import IncompleteRead
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import record
+from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok
 from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke_png import png_data_url
 
 EXCERPT = 300
@@ -33,22 +34,6 @@ def _status(result):
         return int((result or {}).get("status", -1))
     except (TypeError, ValueError):
         return -1
-
-
-def health_ok(status, body):
-    """Whether the engine's /health says it serves: HTTP 200 and a JSON body whose ``status`` is
-    "ok". The contract's healthy answer always has it; an engine that is still loading may answer
-    200 with another status, which must not count as up."""
-    if status != 200:
-        return False
-    if isinstance(body, bytes):
-        body = body.decode("utf-8", "replace")
-    if isinstance(body, str):
-        try:
-            body = json.loads(body)
-        except ValueError:
-            return False
-    return isinstance(body, dict) and body.get("status") == "ok"
 
 
 def _body(result):

@@ -223,7 +223,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import converged
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
-from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke import health_ok
+from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok
 
 
 def main():

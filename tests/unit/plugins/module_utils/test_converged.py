@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import converged, hf_plan, hf_transfer
-from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke import health_ok
+from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 COMMIT = "078455ffe6472f9a52fbc1139f58b9db2881b25c"
