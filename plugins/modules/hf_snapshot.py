@@ -205,6 +205,7 @@ code:
 """
 
 import os
+import shutil
 import socket
 import sys
 import threading
@@ -248,12 +249,25 @@ def _mtime(path):
         return None
 
 
+def leave_no_payload():
+    """Remove the folder AnsiballZ unpacked this module into: it removes it itself when the module
+    returns, but os._exit skips that, and every abandoned download would leave one in the temp folder."""
+    for entry in sys.path:
+        folder = os.path.dirname(entry)
+        name = os.path.basename(folder)
+        if entry.endswith("_payload.zip") and name.startswith("ansible_") and "_payload_" in name:
+            shutil.rmtree(folder, ignore_errors=True)
+            return folder
+    return None
+
+
 def watch_heartbeat(path, idle_timeout, progress_file):
     """Stop this process when the run that follows it stops touching ``path`` (it was killed)."""
     while True:
         time.sleep(1)
         if hf_plan.heartbeat_stale(_mtime(path), time.time(), idle_timeout):
             hf_transfer.Progress(progress_file, 0).finish({"failed": "E_DOWNLOAD", "abandoned": True})
+            leave_no_payload()
             os._exit(3)  # committed chunks are on disk; the next run resumes from them
 
 

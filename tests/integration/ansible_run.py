@@ -27,11 +27,11 @@ def run_playbook(playbook, inventory, cwd, extra_args=(), env=None, timeout=300)
     return proc.returncode, proc.stdout
 
 
-def start_playbook(playbook, inventory, cwd):
+def start_playbook(playbook, inventory, cwd, extra_env=None):
     """Start ansible-playbook in a process group of its own, so a test can kill the whole run
     (as an operator's Ctrl-C or kill -9 would); return the Popen."""
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"))
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"), **(extra_env or {}))
     return subprocess.Popen([PLAYBOOK_BIN, "-i", str(inventory), str(playbook)], cwd=str(cwd), env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 

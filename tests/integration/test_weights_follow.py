@@ -89,7 +89,10 @@ def test_a_killed_run_leaves_no_download_past_the_idle_timeout(tmp_path, hub):
     idle = 5
     playbook, inventory, data = write_run(tmp_path, hub, idle_timeout=idle)
     before = module_processes("hf_snapshot")
-    proc = start_playbook(playbook, inventory, tmp_path)
+    # A temp folder of this run's own: the modules unpack themselves there (AnsiballZ), no other test does.
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    proc = start_playbook(playbook, inventory, tmp_path, extra_env={"TMPDIR": str(temp)})
     heartbeat = data / ".state" / "weights" / "model.heartbeat"
     deadline = time.time() + 120
     while time.time() < deadline and not heartbeat.exists():  # the run follows the download
@@ -109,3 +112,7 @@ def test_a_killed_run_leaves_no_download_past_the_idle_timeout(tmp_path, hub):
         os.kill(pid, signal.SIGKILL)
     assert not left, "download processes %s still run %.0f s after the run was killed" % (sorted(left), lived)
     assert lived <= idle + 10
+    # The abandoned download ends with os._exit, which skips AnsiballZ's own clean-up: it removes its
+    # unpacked module folder itself.
+    left_behind = [path.name for path in temp.glob("ansible_*_payload_*")]
+    assert not left_behind, "the abandoned download left %s" % left_behind
