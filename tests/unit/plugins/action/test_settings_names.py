@@ -14,22 +14,15 @@ import yaml
 
 from ansible.plugins.filter.core import to_bool
 
-from ansible_collections.glm53.tensorfold.plugins.action.settings_check import COLLECTION
+from ansible_collections.glm53.tensorfold.plugins.action.settings_check import COLLECTION, _role_specs
 from ansible_collections.glm53.tensorfold.plugins.module_utils import settings_spec
 from ansible_collections.glm53.tensorfold.plugins.module_utils.engine_args import _flag
 
 ROLES = os.path.join(COLLECTION, "roles")
 
 
-def _specs():
-    specs = {}
-    for path in glob.glob(os.path.join(ROLES, "*", "meta", "argument_specs.yml")):
-        with open(path) as handle:
-            specs[os.path.basename(os.path.dirname(os.path.dirname(path)))] = yaml.safe_load(handle)
-    return settings_spec.merge_specs(specs)
-
-
-SPEC = _specs()
+# The specs as the check itself reads them.
+SPEC = settings_spec.merge_specs(_role_specs())
 
 
 @pytest.mark.parametrize("value", ["yes", "Off", "TRUE", "0", 1, False])
