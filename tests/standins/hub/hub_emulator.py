@@ -32,8 +32,9 @@ byte of the served content, ``status`` {glob: 401|403|429|5xx} answers that stat
 time, or only its first ``status_times`` requests; with ``retry_after`` the reply carries that
 ``Retry-After`` value).
 Every request is logged (method, path, Range, status, body bytes sent, whether a token came; never
-the token) to ``--log`` as JSON lines and at ``GET /_emulator/log``; ``POST /_emulator/reset``
-clears the log and the faults.
+the token) to ``--log`` as JSON lines and at ``GET /_emulator/log``, which first waits (10 s at
+most) for answers still being sent; ``POST /_emulator/reset`` clears the log and the faults, after
+the same wait.
 
 Run: ``python3 hub_emulator.py --root DIR --port 8080 --tokens accepted:TOK1,denied:TOK2``.
 """
@@ -133,6 +134,10 @@ class State:
         self.log_path = log_path
         self.lock = threading.Lock()
         self.log = []
+        # Hub requests whose answer is still being sent (and so not yet logged): a log read waits
+        # for them, or a client that got its last bytes could read a log without that request.
+        self.in_flight = 0
+        self.idle = threading.Condition(self.lock)
         self.faults = faults
         self.cut_done = set()
         self.status_seen = {}
@@ -148,6 +153,27 @@ class State:
                     rel = os.path.relpath(os.path.join(base, name[:-len(".repo.json")]), self.root)
                     repos[rel.replace(os.sep, "/")] = Repo(self.root, rel.replace(os.sep, "/"))
         self.repos = repos
+
+    def begin(self):
+        with self.lock:
+            self.in_flight += 1
+
+    def end(self):
+        with self.lock:
+            self.in_flight -= 1
+            self.idle.notify_all()
+
+    def settle(self, deadline=10.0):
+        """Wait (with the lock held on return) until no Hub answer is being sent."""
+        self.lock.acquire()
+        self.idle.wait_for(lambda: self.in_flight == 0, timeout=deadline)
+
+    def settled_log(self):
+        self.settle()
+        try:
+            return list(self.log)
+        finally:
+            self.lock.release()
 
     def record(self, entry):
         with self.lock:
@@ -188,10 +214,12 @@ class Handler(BaseHTTPRequestHandler):
         headers.setdefault("Content-Length", str(len(body)))
         for key, value in headers.items():
             self.send_header(key, value)
+        # Logged before the answer leaves: a client that reads it and asks again at once (a retry
+        # without a pause) must find this request in the log ahead of its next one.
+        self._log(status, 0 if head else len(body), note)
         self.end_headers()
         if body and not head:
             self.wfile.write(body)
-        self._log(status, 0 if head else len(body), note)
 
     def _error(self, status, code, message, head=False, extra=None):
         headers = {"X-Error-Message": message, "Content-Type": "application/json"}
@@ -213,27 +241,42 @@ class Handler(BaseHTTPRequestHandler):
 
     # --- routing --------------------------------------------------------------------------------
     def do_HEAD(self):
-        self._route(head=True)
+        self._counted(head=True)
 
     def do_GET(self):
-        self._route(head=False)
+        self._counted(head=False)
+
+    def _counted(self, head):
+        if urlsplit(self.path).path.startswith("/_emulator/"):
+            return self._route(head)
+        self.state.begin()
+        try:
+            return self._route(head)
+        finally:
+            self.state.end()
 
     def do_POST(self):
         url = urlsplit(self.path)
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         if url.path == "/_emulator/faults":
-            with self.state.lock:
+            self.state.settle()  # a request of the last case, still being answered, keeps its faults
+            try:
                 self.state.faults = json.loads(body or b"{}")
                 self.state.cut_done = set()
                 self.state.status_seen = {}
+            finally:
+                self.state.lock.release()
             return self._json({"faults": self.state.faults})
         if url.path == "/_emulator/reset":
-            with self.state.lock:
+            self.state.settle()  # nor is one of them logged after the reset
+            try:
                 self.state.log = []
                 self.state.faults = {}
                 self.state.cut_done = set()
                 self.state.status_seen = {}
+            finally:
+                self.state.lock.release()
             self.state.load()
             return self._send(204)
         return self._error(404, None, "Not Found")
@@ -243,7 +286,7 @@ class Handler(BaseHTTPRequestHandler):
         path = unquote(url.path)
         query = parse_qs(url.query)
         if path == "/_emulator/log":
-            return self._json(self.state.log, head=head)
+            return self._json(self.state.settled_log(), head=head)
         token_given, account = self._auth()
         if token_given and account is None:
             return self._error(401, None, "Invalid credentials in Authorization header", head=head)
