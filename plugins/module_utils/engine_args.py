@@ -9,10 +9,11 @@ ranks' command lines here, so what the plan prints is what the engine receives.
 
 Each knob is a flag or an environment variable. The engine contract names the flags and the
 environment variables marked ``confirmed``. DENSE, HEAD, KV_PAGES, ABSORB_MMA and W8A8 have no
-flag or variable in the contract and no public recipe found for this engine names one: their
-names here are this collection's guess, marked unconfirmed in the docs and in the plan, and the
-operator can override each with ``tensorfold_engine_names`` (a name starting with ``--`` is a
-flag taking the value, anything else an environment variable).
+flag or variable in the contract. For DENSE, the public sibling recipes built on this engine export
+``TF_GLM_DENSE`` (with other engine versions); for the other four no public source gives a name, so
+theirs are this collection's guess. All five stay marked unconfirmed in the docs and in the plan,
+and the operator can override each with ``tensorfold_engine_names`` (a name starting with ``--``
+is a flag taking the value, anything else an environment variable).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -30,10 +31,11 @@ API_KEY_MOUNT = "/run/tensorfold/api-key"
 ARGUMENT_CHECK_MODEL = "/nonexistent/argument-check"
 
 # The knobs without a name in the engine contract: setting -> (default name, how the value is
-# written). Overridable with tensorfold_engine_names.
+# written). Overridable with tensorfold_engine_names. DENSE's is the sibling recipes' name; the
+# others have no public source.
 UNCONFIRMED = {
     "kv_pages": ("TENSORFOLD_KV_PAGES", "bool"),
-    "dense": ("TENSORFOLD_DENSE", "str"),
+    "dense": ("TF_GLM_DENSE", "str"),
     "head": ("TENSORFOLD_HEAD", "str"),
     "absorb_mma": ("TENSORFOLD_ABSORB_MMA", "bool"),
     "w8a8": ("TENSORFOLD_W8A8", "bool"),

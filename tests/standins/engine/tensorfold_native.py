@@ -24,9 +24,14 @@ two-rank recipes built on it) so the product's runner script and container run u
   ``ignore_eos`` gives a reply of max_tokens tokens; requests beyond the streams wait for one;
   /metrics counts requests, prompt and generated tokens, the queue and the running streams.
 
-Settings the contract has no flag for travel as environment variables, as the runner sets them:
-``TENSORFOLD_KV_PAGES``, ``TENSORFOLD_DENSE``, ``TENSORFOLD_HEAD``, ``TENSORFOLD_ABSORB_MMA``,
-``TENSORFOLD_W8A8`` (bad values are flag errors, exit 2).
+The contract names no flag or variable for KV_PAGES, DENSE, HEAD, ABSORB_MMA and W8A8, so which
+environment variable the stand-in reads for each is a switch, ``knob_names`` (knob -> name): a
+scenario can give the stand-in names the collection's defaults do not send, to see the operator's
+``tensorfold_engine_names`` at work, and a variable it does not read is ignored, as any program
+ignores one. Its defaults: ``TF_GLM_DENSE`` for DENSE, the name the public sibling recipes built on
+this engine export; ``TENSORFOLD_KV_PAGES``, ``TENSORFOLD_HEAD``, ``TENSORFOLD_ABSORB_MMA`` and
+``TENSORFOLD_W8A8`` for the others, for which no public source gives a name. Bad values are flag
+errors (exit 2).
 
 The memory model and timing come from a JSON file named by ``TENSORFOLD_STANDIN_CONFIG`` and from
 ``TENSORFOLD_STANDIN_<KEY>`` variables (upper-case keys of ``DEFAULTS``), so each test scenario
@@ -86,12 +91,27 @@ DEFAULTS = {
     "argv_dir": "",
     "wedge_file": "",              # while this file exists, generation requests never finish
     "request_log": "",             # JSON lines: each generation request's start and end
+    # The variable read for each knob the contract names none for (see the docstring).
+    "knob_names": {"kv_pages": "TENSORFOLD_KV_PAGES", "dense": "TF_GLM_DENSE", "head": "TENSORFOLD_HEAD",
+                   "absorb_mma": "TENSORFOLD_ABSORB_MMA", "w8a8": "TENSORFOLD_W8A8"},
 }
+KNOB_DEFAULTS = {"kv_pages": "0", "dense": "q8", "head": "bf16", "absorb_mma": "0", "w8a8": "0"}
 
 MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 PACKINGS = ("bf16", "q8", "q6", "q4")
 AUTH_BODY = {"error": {"message": "A valid API key is required", "type": "invalid_request_error",
                        "param": None, "code": "invalid_api_key"}}
+
+
+def knob_name(knob):
+    names = dict(DEFAULTS["knob_names"])
+    names.update(load_config().get("knob_names") or {})
+    return names[knob]
+
+
+def knob(knob_key):
+    """This knob's value as the stand-in reads it: its variable under the names in force."""
+    return os.environ.get(knob_name(knob_key), KNOB_DEFAULTS[knob_key])
 
 
 def log(text):
@@ -187,13 +207,12 @@ def check_flags(args):
             raise UsageError("--master-port must be 1 to 65534")
     if args.no_drafts and args.drafter:
         raise UsageError("--no-drafts and --drafter exclude each other")
-    for name in ("TENSORFOLD_DENSE", "TENSORFOLD_HEAD"):
-        value = os.environ.get(name, "q8" if name == "TENSORFOLD_DENSE" else "bf16")
-        if value not in PACKINGS:
-            raise UsageError("%s must be bf16, q8, q6 or q4, not %s" % (name, value))
-    for name in ("TENSORFOLD_KV_PAGES", "TENSORFOLD_ABSORB_MMA", "TENSORFOLD_W8A8"):
-        if os.environ.get(name, "0") not in ("0", "1"):
-            raise UsageError("%s must be 0 or 1" % name)
+    for key in ("dense", "head"):
+        if knob(key) not in PACKINGS:
+            raise UsageError("%s must be bf16, q8, q6 or q4, not %s" % (knob_name(key), knob(key)))
+    for key in ("kv_pages", "absorb_mma", "w8a8"):
+        if knob(key) not in ("0", "1"):
+            raise UsageError("%s must be 0 or 1" % knob_name(key))
     reserve = os.environ.get("TENSORFOLD_MEMORY_RESERVE_GIB", "4")
     try:
         float(reserve)
@@ -236,9 +255,8 @@ def settings_text(args):
     return ("checkpoint=%s snapshot=%s context=%d parallel=%s drafts=%s kv=%s kv_pages=%s dense=%s head=%s "
             "kernels=%s absorb_mma=%s w8a8=%s binary=%s" % (
                 args.model, snapshot_hash(args.model), args.context, args.parallel, drafts, args.kv_dtype,
-                os.environ.get("TENSORFOLD_KV_PAGES", "0"), os.environ.get("TENSORFOLD_DENSE", "q8"),
-                os.environ.get("TENSORFOLD_HEAD", "bf16"), os.environ.get("TENSORFOLD_CUDA_KERNELS", ""),
-                os.environ.get("TENSORFOLD_ABSORB_MMA", "0"), os.environ.get("TENSORFOLD_W8A8", "0"),
+                knob("kv_pages"), knob("dense"), knob("head"), os.environ.get("TENSORFOLD_CUDA_KERNELS", ""),
+                knob("absorb_mma"), knob("w8a8"),
                 hashlib.sha256(own).hexdigest()[:16]))
 
 
@@ -253,8 +271,8 @@ def plan_memory(args, config, rank):
     if limit:
         free = min(free, float(limit))
         extra = ", capped by TENSORFOLD_CUDA_MEMORY_LIMIT_GB=%s" % limit
-    weights = (float(config["model_gib"]) + float(config["dense_gib"][os.environ.get("TENSORFOLD_DENSE", "q8")])
-               + float(config["head_gib"][os.environ.get("TENSORFOLD_HEAD", "bf16")]))
+    weights = (float(config["model_gib"]) + float(config["dense_gib"][knob("dense")])
+               + float(config["head_gib"][knob("head")]))
     extras = 0.0
     if args.vision and rank == 0:
         extras += float(config["vision_gib"])
@@ -278,7 +296,7 @@ def plan_memory(args, config, rank):
             "left after the model's %.2f GiB and the %.1f GiB reserve; lower --context, or free device memory"
             % (window, per_stream, left, model, reserve))
     fit = int(left // per_stream)
-    paged = os.environ.get("TENSORFOLD_KV_PAGES", "0") == "1"
+    paged = knob("kv_pages") == "1"
     if args.parallel == "auto":
         streams = min(8, fit)
     else:

@@ -14,6 +14,9 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from engine_process import ENGINE, free_port, rank_folders  # noqa: E402  pylint: disable=wrong-import-position
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", ".cache", "collections"))
+from ansible_collections.glm53.tensorfold.plugins.module_utils import engine_args  # noqa: E402  pylint: disable=wrong-import-position
 AUTH_BODY = ('{"error":{"message":"A valid API key is required","type":"invalid_request_error",'
              '"param":null,"code":"invalid_api_key"}}')
 
@@ -103,6 +106,21 @@ def test_bad_flags_print_usage_and_exit_2(box, flags):
 def test_bad_head_packing_in_environment_is_a_flag_error(box):
     out = run(["serve", "/nonexistent/argument-check"], dict(box["env"], TENSORFOLD_HEAD="q2"))
     assert out.returncode == 2 and "TENSORFOLD_HEAD" in out.stderr
+
+
+@pytest.mark.parametrize("names,weights", [(None, "81.2"), ({"head": "TF_GLM_HEAD"}, "80.3")])
+def test_a_build_reading_another_name_gets_the_setting_only_under_the_operators_name(box, names, weights):
+    # This build reads HEAD as TF_GLM_HEAD (the stand-in's knob_names switch). The collection's
+    # default name is then ignored, as an unknown variable is (bf16's 1.2 GiB head), until
+    # tensorfold_engine_names sends the setting under the build's name (q4's 0.3 GiB).
+    settings = {"tensorfold_head": "q4"}
+    if names:
+        settings["tensorfold_engine_names"] = names
+    env = dict(box["env"], TENSORFOLD_STANDIN_KNOB_NAMES=json.dumps({"head": "TF_GLM_HEAD"}),
+               TENSORFOLD_STANDIN_GPU_FREE_GIB="60", **engine_args.engine_env(settings))
+    out = run(["serve", box["model"], "--context", "65536"], env)
+    # 76 model + 3 dense (q8) + the head + 1.0 mtp
+    assert out.returncode == 1 and "the checkpoint's %s GiB of weights do not fit" % weights in out.stdout
 
 
 def test_argument_check_accepts_good_flags_with_exit_1(box):

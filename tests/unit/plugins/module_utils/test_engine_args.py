@@ -63,7 +63,7 @@ def test_argument_check_passes_every_setting_as_the_builder_says(tmp_path):
     assert env["NCCL_SOCKET_IFNAME"] == "lo" and env["NCCL_IB_DISABLE"] == "1"
     assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID" and env["CUDA_VISIBLE_DEVICES"] == "1,0"
     assert env["TENSORFOLD_MEMORY_RESERVE_GIB"] == "3.5"
-    assert (env["TENSORFOLD_KV_PAGES"], env["TENSORFOLD_DENSE"], env["TENSORFOLD_HEAD"]) == ("1", "q6", "q8")
+    assert (env["TENSORFOLD_KV_PAGES"], env["TF_GLM_DENSE"], env["TENSORFOLD_HEAD"]) == ("1", "q6", "q8")
     assert (env["TENSORFOLD_ABSORB_MMA"], env["TENSORFOLD_W8A8"]) == ("1", "0")
     assert env["HF_HUB_OFFLINE"] == "1"
     assert "TENSORFOLD_API_KEY" not in env and "canary" not in flags
@@ -97,7 +97,7 @@ def test_engine_args_are_quoted(tmp_path):
 def test_overridden_names_reach_the_engine_as_flags_or_variables(tmp_path):
     argv, env, unused = argument_check(tmp_path, {"tensorfold_engine_names": {"dense": "--dense", "w8a8": "TF_W8A8"}})
     assert argv[argv.index("--dense") + 1] == "q6"
-    assert env["TF_W8A8"] == "0" and "TENSORFOLD_W8A8" not in env and "TENSORFOLD_DENSE" not in env
+    assert env["TF_W8A8"] == "0" and "TENSORFOLD_W8A8" not in env and "TF_GLM_DENSE" not in env
 
 
 @pytest.mark.parametrize("names", [{"bogus": "X"}, {"dense": "two words"}, {"head": "-x"}, {"kv_pages": "--Kv"}])
@@ -109,7 +109,7 @@ def test_bad_names_are_refused(names):
 def test_knob_table_marks_the_names_the_contract_does_not_give():
     rows = engine_args.knob_table()
     unconfirmed = dict((r["setting"], r["name"]) for r in rows if not r["confirmed"])
-    assert unconfirmed == {"tensorfold_kv_pages": "TENSORFOLD_KV_PAGES", "tensorfold_dense": "TENSORFOLD_DENSE",
+    assert unconfirmed == {"tensorfold_kv_pages": "TENSORFOLD_KV_PAGES", "tensorfold_dense": "TF_GLM_DENSE",
                            "tensorfold_head": "TENSORFOLD_HEAD", "tensorfold_absorb_mma": "TENSORFOLD_ABSORB_MMA",
                            "tensorfold_w8a8": "TENSORFOLD_W8A8"}
     assert all(r["confirmed"] for r in rows if r["setting"] == "tensorfold_memory_reserve_gib")

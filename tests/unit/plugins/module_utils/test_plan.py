@@ -93,11 +93,11 @@ def test_settings_without_a_flag_travel_in_the_ranks_environment_and_are_marked_
     settings = dict(SETTINGS, tensorfold_kv_pages=False, tensorfold_dense="q6", tensorfold_head="q8", tensorfold_w8a8=True)
     lines = plan_lines(settings, {})
     env_line = [line for line in lines if line.startswith("ranks' environment")][0]
-    for pair in ("TENSORFOLD_KV_PAGES=0", "TENSORFOLD_DENSE=q6", "TENSORFOLD_HEAD=q8", "TENSORFOLD_W8A8=1",
+    for pair in ("TENSORFOLD_KV_PAGES=0", "TF_GLM_DENSE=q6", "TENSORFOLD_HEAD=q8", "TENSORFOLD_W8A8=1",
                  "TENSORFOLD_ABSORB_MMA=0", "TENSORFOLD_MEMORY_RESERVE_GIB=3.5"):
         assert pair in env_line.split()
     names = [line for line in lines if line.startswith("engine names:")][0]
-    assert "not confirmed" in names and "tensorfold_dense TENSORFOLD_DENSE" in names
+    assert "not confirmed" in names and "tensorfold_dense TF_GLM_DENSE" in names
 
 
 def test_an_overridden_name_moves_the_setting_to_a_flag():
@@ -106,4 +106,4 @@ def test_an_overridden_name_moves_the_setting_to_a_flag():
     assert argv[argv.index("--dense") + 1] == "q6"
     lines = plan_lines(settings, {})
     env_line = [line for line in lines if line.startswith("ranks' environment")][0]
-    assert "TF_HEAD=bf16" in env_line and "TENSORFOLD_DENSE" not in env_line and "TENSORFOLD_HEAD" not in env_line
+    assert "TF_HEAD=bf16" in env_line and "TF_GLM_DENSE" not in env_line and "TENSORFOLD_HEAD" not in env_line

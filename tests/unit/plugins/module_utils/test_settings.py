@@ -233,4 +233,4 @@ def test_the_reserved_engine_names_come_from_engine_args():
             "--no-drafts", "--thinking", "--no-thinking"} <= flags
     assert {"TENSORFOLD_API_KEY", "TENSORFOLD_MEMORY_RESERVE_GIB", "CUDA_VISIBLE_DEVICES", "NCCL_SOCKET_IFNAME"} <= env
     # The knobs' own default names stay free for the knobs.
-    assert "TENSORFOLD_DENSE" not in env
+    assert "TF_GLM_DENSE" not in env
