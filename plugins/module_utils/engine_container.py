@@ -28,7 +28,7 @@ import time
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import context_fit, engine_args
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem, record
-from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok
+from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok, health_ready
 from ansible_collections.glm53.tensorfold.plugins.module_utils.net import url_host
 
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
@@ -270,7 +270,9 @@ class EngineContainer(object):
         if self.p["drafter_dir"]:
             out += ["--mount", "type=bind,source=%s,target=%s,readonly" % (self.p["drafter_dir"], engine_args.DRAFTER_MOUNT)]
         if self.p["api_key"]:
-            out += ["--mount", "type=bind,source=%s,target=%s,readonly" % (self.key_path, engine_args.API_KEY_MOUNT)]
+            # The check reads its own copy (the running container's file is not touched before the replace).
+            source = os.path.join(run_dir, "api-key") if argument_check else self.key_path
+            out += ["--mount", "type=bind,source=%s,target=%s,readonly" % (source, engine_args.API_KEY_MOUNT)]
         return out
 
     def read_record(self):
@@ -384,11 +386,18 @@ class EngineContainer(object):
         os.chmod(os.path.join(folder, "runner.sh"), 0o755)
         name = self.p["name"] + "-argument-check"
         self.docker.remove(name)
-        rc, out, err = self.docker("run", "--name", name, "--network", "none",
-                                   "--label", self.p["label"] + ".argument-check=true",
-                                   *(self.mounts(folder, argument_check=True)
-                                     + [image, "/bin/bash", engine_args.LOG_MOUNT + "/runner.sh", "--argument-check"]))
-        self.docker.remove(name)
+        check_key = os.path.join(folder, "api-key")
+        if self.p["api_key"]:
+            write_private(check_key, self.p["api_key"] + "\n")
+        try:
+            rc, out, err = self.docker("run", "--name", name, "--network", "none",
+                                       "--label", self.p["label"] + ".argument-check=true",
+                                       *(self.mounts(folder, argument_check=True)
+                                         + [image, "/bin/bash", engine_args.LOG_MOUNT + "/runner.sh", "--argument-check"]))
+        finally:
+            self.docker.remove(name)
+            if os.path.exists(check_key):
+                os.unlink(check_key)
         output = (out + err).strip()
         if rc != 1 or ACCEPTED not in output:
             flags = " ".join(engine_args.shared_flags(self.settings(), window, extra_args=self.p["engine_args"]))
@@ -417,8 +426,9 @@ class EngineContainer(object):
             self.fail("E_START", "docker could not start the container: %s" % (err or out).strip())
 
     def wait(self):
-        """'up', 'ended: ...' or 'timeout', asking /health every WAIT_POLL_S seconds (a start is over
-        as soon as the API answers) and docker whether the container still runs once a second."""
+        """'up', 'ended: ...', 'timeout' or 'warming' (the time ran out while /health said ok but
+        still warming), asking /health every WAIT_POLL_S seconds (a start is over as soon as the
+        API serves warmed up) and docker whether the container still runs once a second."""
         deadline = self.clock() + int(self.p["wait_timeout"])
         next_inspect = self.clock()
         while True:
@@ -428,11 +438,28 @@ class EngineContainer(object):
                 if not state.get("Running"):
                     return "ended: status %s, exit code %s" % (state.get("Status", "missing"), state.get("ExitCode", "unknown"))
                 next_inspect = self.clock() + 1
-            if health_ok(*self.http("/health", timeout=2)):
+            status, body = self.http("/health", timeout=2)
+            if health_ready(status, body):
                 return "up"
             if self.clock() >= deadline:
-                return "timeout"
+                return "warming" if health_ok(status, body) else "timeout"
             self.sleep(WAIT_POLL_S)
+
+    def key_differs(self):
+        """Whether the run's API key is not the one the container started last reads (place_key
+        writes the file only then). Going without a key changes the fingerprint ("keyed") instead."""
+        return bool(self.p["api_key"]) and _read(self.key_path) != self.p["api_key"] + "\n"
+
+    def place_key(self):
+        """Give the key file the run's key (or remove it) only now, with the old container gone and
+        the new one about to start: the file then always holds the key of the container started
+        last, which is what a later start (key_changed) and the fast path (converged_info) compare
+        with the run's key. Written earlier, a start ending before the replace (E_LOCK, E_IMAGE,
+        E_SETTINGS, interrupted) would leave the old container serving a revoked key unnoticed."""
+        if self.p["api_key"]:
+            write_private(self.key_path, self.p["api_key"] + "\n")
+        elif os.path.exists(self.key_path):
+            os.unlink(self.key_path)
 
     def attempt(self, image, window, number):
         stamp = _now()
@@ -452,6 +479,7 @@ class EngineContainer(object):
         os.symlink(os.path.basename(run_dir), current)
         self.write_record(image, window)
         self.docker.remove(self.p["name"])
+        self.place_key()
         self.docker_run(image, window, run_dir, self.fingerprint(text, image))
         self.changed = True
         outcome = self.wait()
@@ -482,18 +510,11 @@ class EngineContainer(object):
             self.fail("E_IMAGE", "no image to run: rank_container_image is empty, the tensorfold_image role set no "
                       "tensorfold_image_ref and this host has no record of a started image",
                       "Run the whole site playbook (the image role builds it) or set rank_container_image.")
-        key_changed = False
         if self.replace_deferred(info, image, restart):
             pending = self.served(self.window()[0], 0)
             pending["status"] = "replace_pending"
             return pending
-        if p["api_key"]:
-            if not self.check_mode:
-                key_changed = write_private(self.key_path, p["api_key"] + "\n")
-            else:
-                key_changed = _read(self.key_path) != p["api_key"] + "\n"
-        elif os.path.exists(self.key_path) and not self.check_mode:
-            os.unlink(self.key_path)
+        key_changed = self.key_differs()
         self.key = self.fit_key(image)
         window, cached = self.window()
         labels = (info or {}).get("Config", {}).get("Labels") or {}
@@ -563,6 +584,10 @@ class EngineContainer(object):
                              "; " + said if said else "", self.tails(logs)), todo)
             if outcome == "timeout":
                 self.fail("E_API", "the API did not answer within %s s. %s" % (p["wait_timeout"], self.tails(logs)))
+            if outcome == "warming":
+                self.fail("E_API", "the API answers, but after %s s its /health still says the engine is warming up. %s"
+                          % (p["wait_timeout"], self.tails(logs)),
+                          "Raise tensorfold_wait_timeout if warming up takes that long on this box.")
             self.fail("E_START", "the container ended (%s) before the API answered. %s" % (outcome[7:], self.tails(logs)))
         self.keep_restarting(None)
         self.save_models(run_dir)
@@ -576,8 +601,7 @@ class EngineContainer(object):
         self.key = self.fit_key(image)
         window = self.window()[0]
         labels = info.get("Config", {}).get("Labels") or {}
-        key_differs = bool(self.p["api_key"]) and _read(self.key_path) != self.p["api_key"] + "\n"
-        return labels.get(self.p["label"] + ".settings") != self.fingerprint(self.runner(window), image) or key_differs
+        return labels.get(self.p["label"] + ".settings") != self.fingerprint(self.runner(window), image) or self.key_differs()
 
     def replace_deferred(self, info, image, restart):
         """With defer_replace (a gateway is in front of the boxes), a start that would replace the

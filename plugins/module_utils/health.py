@@ -11,17 +11,32 @@ __metaclass__ = type
 import json
 
 
-def health_ok(status, body):
-    """Whether the engine's /health says it serves: HTTP 200 and a JSON body whose ``status`` is
-    "ok". The contract's healthy answer always has it; an engine that is still loading may answer
-    200 with another status, which must not count as up."""
-    if status != 200:
-        return False
+def _parsed(body):
+    """The /health body as a dict, or None when it is not a JSON object."""
     if isinstance(body, bytes):
         body = body.decode("utf-8", "replace")
     if isinstance(body, str):
         try:
             body = json.loads(body)
         except ValueError:
-            return False
-    return isinstance(body, dict) and body.get("status") == "ok"
+            return None
+    return body if isinstance(body, dict) else None
+
+
+def health_ok(status, body):
+    """Whether the engine's /health says it serves: HTTP 200 and a JSON body whose ``status`` is
+    "ok". The contract's healthy answer always has it; an engine that is still loading may answer
+    200 with another status, which must not count as up."""
+    return status == 200 and (_parsed(body) or {}).get("status") == "ok"
+
+
+def warming(body):
+    """Whether /health says the engine still warms up (``"warming": true``). Only the answer without
+    API keys has the field; an answer without it is not warming."""
+    return (_parsed(body) or {}).get("warming") is True
+
+
+def health_ready(status, body):
+    """Whether /health says the engine serves and has warmed up: what a start and the smoke test
+    wait for (within their own time), so neither sends its first request into the warm-up."""
+    return health_ok(status, body) and not warming(body)

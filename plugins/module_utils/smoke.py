@@ -21,7 +21,7 @@ import json
 from ansible.module_utils.six.moves.http_client import IncompleteRead
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import record
-from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok
+from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok, health_ready, warming
 from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke_png import png_data_url
 
 EXCERPT = 300
@@ -126,11 +126,11 @@ def verdict(results, host, endpoint, served_name, vision=False, api_key_set=Fals
     reply = chat_reply(chat)
     if timed_out(chat):
         # /health's "warming" (no keys configured) says a first slow answer may be warm-up, not a wedge.
-        warming = isinstance(health_body, dict) and health_body.get("warming") is True
+        still_warming = warming(health_body)
         check("chat", False, chat, "E_WEDGED",
               "%s/health answers ok but the chat request got no reply before its timeout: the engine is wedged%s"
               % (endpoint, " (its /health also said it was still warming up: raise smoke_test_timeout if a "
-                           "first request after a start may take that long)" if warming else ""))
+                           "first request after a start may take that long)" if still_warming else ""))
     else:
         check("chat", _status(chat) == 200 and reply.strip() != "", chat, "E_SMOKE",
               "the chat request got no reply text")
@@ -186,15 +186,17 @@ def send_requests(fetch, url, served_name, prompt, max_tokens=32, vision=False, 
     """Send the smoke requests with ``fetch(method, url, body=None, key=None)`` (an answer dict back).
 
     ``/health`` is asked up to ``health_tries`` times, ``health_delay`` seconds apart, until it
-    answers 200 with ``{"status": "ok"}`` (``health_ok``); only then go the API requests, each sent whatever the one before answered, so one
-    run shows every wrong answer. Returns the answers by name, as ``verdict`` reads them.
+    answers 200 with ``{"status": "ok"}`` and no ``"warming": true`` (``health_ready``). The API
+    requests go once it says ok, warmed up or, when the tries ran out, still warming (``verdict``
+    then names the warm-up), each sent whatever the one before answered, so one run shows every
+    wrong answer. Returns the answers by name, as ``verdict`` reads them.
     """
     url = str(url).rstrip("/")
     answers = {}
     tries = max(1, int(health_tries))
     for number in range(tries):
         answers["health"] = fetch("GET", url + "/health")
-        if health_ok(_status(answers["health"]), _body(answers["health"])):
+        if health_ready(_status(answers["health"]), _body(answers["health"])):
             break
         if number + 1 < tries and sleep is not None:
             sleep(health_delay)

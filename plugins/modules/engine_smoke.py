@@ -13,7 +13,8 @@ module: engine_smoke
 short_description: Smoke-test the engine's OpenAI-compatible API and judge the answers
 description:
   - Sends, from the host, the recipe's smoke requests to the engine's API - C(GET /health) (asked up to
-    O(health_tries) times until it answers 200 with C({"status":"ok"})), C(GET /v1/models), one chat completion (temperature 0,
+    O(health_tries) times until it answers 200 with C({"status":"ok"}) and is not C("warming":true); still warming
+    after the last try, the requests go all the same), C(GET /v1/models), one chat completion (temperature 0,
     thinking off, at most O(max_tokens) tokens), with O(vision) one carrying a small generated PNG as a
     C(data:image/png;base64,) URL, and with O(api_key) set C(GET /v1/models) without the key (401
     expected) and with it (200 expected) - and returns the verdict.

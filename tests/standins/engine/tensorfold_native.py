@@ -38,7 +38,8 @@ The memory model and timing come from a JSON file named by ``TENSORFOLD_STANDIN_
 sets the card it simulates. ``fail_rank``/``fail_after_s`` make one rank kill itself (SIGKILL)
 that long after the ranks agree, which is how tests reproduce a rank dying. ``paged_parallel``
 chooses how a numeric ``--parallel`` that does not fit is met with KV pages on (``refuse``, the
-contract; ``admit``, fewer streams). ``argv_dir`` records each rank's argv as ``rankN.argv.json``.
+contract; ``admit``, fewer streams). ``warm_s`` is how long after it serves /health says
+``"warming": true`` (the contract has the field and no duration; 0, the default, never). ``argv_dir`` records each rank's argv as ``rankN.argv.json``.
 
 Two test switches for the gateway (tests only, no engine interface): ``wedge_file`` names a file
 whose presence wedges the engine the way operators report real engines wedging: ``/health`` and
@@ -81,6 +82,9 @@ DEFAULTS = {
     "tokens_per_s": 200.0,         # decode speed of each stream (tokens a second)
     "prefill_tokens_per_s": 0.0,   # prompt tokens read a second before the first token (0: at once)
     "load_s": 1.0,                 # seconds "loading" after the ranks agree
+    # Seconds after it serves during which /health (the answer without keys) says "warming": true;
+    # the contract names the field, not how long an engine warms up (0: never warming).
+    "warm_s": 0.0,
     "fail_rank": -1,               # a rank that kills itself once serving (-1: none)
     "fail_after_s": 2.0,
     # How a numeric --parallel P that does not fit is met with shared KV pages on: "refuse" (the
@@ -406,6 +410,7 @@ class State(object):
         self.requests = 0
         self.tokens = 0
         self.created = int(time.time())
+        self.warm_until = 0.0  # set when it starts serving (warm_s)
         # Bench and metrics additions: prompt tokens read, requests waiting for a stream, and the
         # stream slots (--parallel) a request holds while it is read and answered.
         self.prompt_tokens = 0
@@ -533,7 +538,7 @@ def make_handler(state):
                     live = {"connections": state.connections, "streams": state.streams}
                 return self._json(200, {
                     "status": "ok", "model": state.args.name, "model_ids": [state.args.name],
-                    "max_batch_size": state.streams, "warming": False,
+                    "max_batch_size": state.streams, "warming": time.monotonic() < state.warm_until,
                     "memory": {"window": state.window, "streams": state.streams}, "live": live})
             if path == "/v1/models":
                 if not self._authorised():
@@ -747,6 +752,7 @@ def serve(args, config):
         "thinking: %s, effort %s; loaded in %.1fs)"
         % (args.name, args.host, args.port, drafts, window, "on" if args.thinking else "off",
            args.reasoning_effort, time.time() - started))
+    state.warm_until = time.monotonic() + float(config["warm_s"])
     server.serve_forever()
     return 0
 

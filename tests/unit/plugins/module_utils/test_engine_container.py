@@ -6,6 +6,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import fcntl
 import json
 import os
 import signal
@@ -36,6 +37,9 @@ class FakeDocker(object):
         self.images = set(images)
         self.containers = {}
         self.calls = []
+        # What the engine answers the argument check (accepted unless a test says otherwise).
+        self.argument_check = (1, "tensorfold: /nonexistent/argument-check is neither a directory nor a Hugging Face "
+                                  "repo id", "")
 
     def __call__(self, argv):
         self.calls.append(argv)
@@ -49,7 +53,7 @@ class FakeDocker(object):
             self.containers.pop(args[-1], None)
             return 0, "", ""
         if args[0] == "run" and "-d" not in args:
-            return 1, "tensorfold: /nonexistent/argument-check is neither a directory nor a Hugging Face repo id", ""
+            return self.argument_check
         if args[0] == "run":
             name = args[args.index("--name") + 1]
             logs = [a.split("source=")[1].split(",")[0] for a in args if "target=/logs" in a][0]
@@ -220,6 +224,46 @@ def test_the_key_is_a_0600_file_and_in_no_docker_argument(tmp_path):
     assert not any("canary-123" in " ".join(call) for call in docker.calls)
     runs = [c for c in docker.calls if c[1] == "run"]
     assert all(any(a.endswith("target=/run/tensorfold/api-key,readonly") for a in c) for c in runs)  # check too
+
+
+def end_before_the_replace(tmp_path, docker, ending):
+    """Make the next start end with ``ending`` before it touches the running container; returns
+    what undoes it."""
+    if ending == "E_LOCK":
+        held = open(str(tmp_path / ".state" / "start.lock"), "a+")
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # another open file: another holder
+        return held.close
+    if ending == "E_IMAGE":
+        docker.images.discard("img:tag")
+        return lambda: docker.images.add("img:tag")
+    accepted = docker.argument_check
+    docker.argument_check = (2, "", "tensorfold-native: --parallel must be 1 to 8 or auto")
+    return lambda: setattr(docker, "argument_check", accepted)
+
+
+@pytest.mark.parametrize("ending,new_key", [("E_LOCK", "key-B-456"), ("E_IMAGE", "key-B-456"),
+                                            ("E_SETTINGS", "key-B-456"), ("E_LOCK", "")])
+def test_a_rotated_key_is_recorded_only_once_a_container_started_with_it_runs(tmp_path, ending, new_key):
+    # Key A serves; a start with key B ends before it replaces the container, so A still works:
+    # the key file must still say A, or the next start (and the fast path) would think B is served.
+    docker = FakeDocker(fitting)
+    engine(tmp_path, docker, context="65536", api_key="key-A-123").run("started")
+    key = tmp_path / ".state" / "api-key"
+    undo = end_before_the_replace(tmp_path, docker, ending)
+    changes = {"context": "65536", "api_key": new_key}
+    if ending == "E_SETTINGS":
+        changes["env"] = {"NEW": "1"}  # new flags: the engine is asked about them again
+    with pytest.raises(ec.StartFailed) as failed:
+        engine(tmp_path, docker, **changes).run("started")
+    undo()
+    assert failed.value.code == ending and starts(docker) == 1
+    assert key.read_text() == "key-A-123\n"  # the key the running container reads
+    assert not (tmp_path / ".state" / "argument-check" / "api-key").exists()
+    # The next start with the new key replaces the container that serves key A.
+    again = engine(tmp_path, docker, **changes)
+    assert again.run("started")["status"] == "running" and again.changed and starts(docker) == 2
+    assert key.read_text() == new_key + "\n" if new_key else not key.exists()
+    assert not engine(tmp_path, docker, **changes).will_replace(ec.Docker(docker).inspect("glm53-zig"), "img:tag")
 
 
 def test_lock_held_by_another_process_is_e_lock_and_ends_with_that_process(tmp_path):
@@ -439,6 +483,35 @@ def test_the_wait_is_up_only_when_health_says_ok(tmp_path):
 
     box.http = http
     assert box.wait() == "up" and len(asked) == 4
+
+
+def test_the_wait_keeps_waiting_while_health_says_warming(tmp_path):
+    # The contract's /health says {"status":"ok","warming":true} while the engine warms up: the start
+    # is over only once it is warm; an answer without the field (API keys set) is not warming.
+    docker = FakeDocker(fitting)
+    box = engine(tmp_path, docker, context="65536")
+    box.run("started")
+    answers = [(200, '{"status": "ok", "warming": true}')] * 3 + [(200, '{"status": "ok", "warming": false}')]
+    asked = []
+
+    def http(path, timeout=5, key=None):
+        asked.append(path)
+        return answers[min(len(asked), len(answers)) - 1]
+
+    box.http = http
+    assert box.wait() == "up" and len(asked) == 4
+    box.http = lambda path, timeout=5, key=None: (200, '{"status":"ok"}')
+    assert box.wait() == "up"
+
+
+def test_a_start_still_warming_when_its_time_runs_out_is_e_api_saying_so(tmp_path):
+    docker = FakeDocker(fitting)
+    box = engine(tmp_path, docker, context="65536")
+    box.http = lambda path, timeout=5, key=None: (200, '{"status": "ok", "warming": true}')
+    with pytest.raises(ec.StartFailed) as failed:
+        box.run("started")
+    assert failed.value.code == "E_API" and "still says the engine is warming up" in failed.value.message
+    assert failed.value.message.endswith("Raise tensorfold_wait_timeout if warming up takes that long on this box.")
 
 
 def test_an_ipv6_api_host_is_bracketed_in_the_modules_urls(tmp_path):

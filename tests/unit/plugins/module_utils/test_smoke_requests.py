@@ -221,3 +221,33 @@ def test_url_fetch_says_when_an_answers_body_is_cut_short():
     judged = verdict({"health": HEALTH, "models": MODELS, "chat": answer}, "h", URL, "GLM-5.3-Flash")
     assert [p["code"] for p in judged["problems"]] == ["E_SMOKE"]
     assert "HTTP 200, the body was cut short after 10 bytes" in judged["problems"][0]["message"]
+
+
+WARMING = {"status": 200, "content": '{"status":"ok","warming":true,"live":{"connections":0}}'}
+WARM = {"status": 200, "content": '{"status":"ok","warming":false,"live":{"connections":0}}'}
+
+
+def test_health_that_says_warming_is_asked_again_before_the_first_request():
+    # The contract's /health says ok while the engine still warms up: the requests wait for the warm-up.
+    slept = []
+    engine = Engine(health=[WARMING, WARMING, WARM])
+    answers = send_requests(engine, URL, "GLM-5.3-Flash", "hi", health_tries=5, health_delay=2, sleep=slept.append)
+    assert [sent[1] for sent in engine.sent][:4] == ["/health", "/health", "/health", "/v1/models"]
+    assert slept == [2, 2] and answers["health"] == WARM
+    assert verdict(answers, "h", URL, "GLM-5.3-Flash")["status"] == "live"
+
+
+def test_health_still_warming_after_every_try_sends_the_requests_all_the_same():
+    # It serves while it warms up: the requests are judged, and a timed-out chat names the warm-up.
+    engine = Engine(health=[WARMING])
+    answers = send_requests(engine, URL, "GLM-5.3-Flash", "hi", health_tries=3, health_delay=1, sleep=lambda s: None)
+    assert [sent[1] for sent in engine.sent][:4] == ["/health"] * 3 + ["/v1/models"] and "chat" in answers
+    assert verdict(answers, "h", URL, "GLM-5.3-Flash")["status"] == "live"
+
+
+def test_health_ready_wants_ok_and_no_warming_true():
+    from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ready, warming
+    assert health_ready(200, '{"status":"ok"}') and health_ready(200, b'{"status":"ok","warming":false}')
+    assert not health_ready(200, '{"status":"ok","warming":true}') and warming({"status": "ok", "warming": True})
+    assert not health_ready(200, '{"status":"loading","warming":false}') and not health_ready(503, '{"status":"ok"}')
+    assert not warming("not json") and not warming('{"status":"ok"}')
