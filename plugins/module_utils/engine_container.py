@@ -38,6 +38,17 @@ ACCEPTED = "neither a directory nor a Hugging Face repo id"
 STATE_RECORD = "engine.json"
 # How often a start asks /health while it waits for the API.
 WAIT_POLL_S = 0.25
+# The most containers one start runs: the first, and the context fit's retries (start_locked).
+MAX_STARTS = 3
+# What a start holding the lock spends besides its waits: the argument check and docker's own steps.
+START_STEPS_S = 120
+
+
+def longest_start_s(wait_timeout, stop_grace):
+    """The longest a start may hold the host's start lock: the stop (open requests get the grace,
+    then docker stop the grace again), every start it may make each waiting up to ``wait_timeout``,
+    and START_STEPS_S for the rest. A start waiting this long for the lock outlasts one in progress."""
+    return MAX_STARTS * int(wait_timeout) + 2 * int(stop_grace) + START_STEPS_S
 
 
 def fit_advice(kind, fits, window, auto, page_rows):
@@ -536,9 +547,10 @@ class EngineContainer(object):
             self.fail("E_IMAGE", "the image %s is not on this host" % image,
                       "Run the whole site playbook (the image role builds it) or set rank_container_image.")
         lock = Lock(os.path.join(self.state_dir, "start.lock"))
-        if not lock.acquire(p["lock_wait"], self.sleep, self.clock):
+        lock_wait = p["lock_wait"] if p.get("lock_wait") is not None else longest_start_s(p["wait_timeout"], p["stop_grace"])
+        if not lock.acquire(lock_wait, self.sleep, self.clock):
             self.fail("E_LOCK", "another start holds the start lock %s (waited %s s; last taken by %s)"
-                      % (lock.path, p["lock_wait"], lock.owner()))
+                      % (lock.path, lock_wait, lock.owner()))
         try:
             # The container being replaced was started from this image with exactly these flags
             # (its settings label): the engine accepted them then, a restart need not ask again.
@@ -556,7 +568,7 @@ class EngineContainer(object):
         # At most three starts: one more at the window the figures allow, and one more again when
         # the first refusal was the model's window (it names no memory figures, so the start at
         # that window may still be refused for memory). Each retry asks for less, and never loops.
-        for number in (1, 2, 3):
+        for number in range(1, MAX_STARTS + 1):
             outcome, logs, run_dir = self.attempt(image, window, number)
             if outcome == "up":
                 break

@@ -66,6 +66,8 @@ def merge_specs(role_specs):
         options = (entry or {}).get("options") or {}
         for name, spec in options.items():
             merged[name] = dict((key, spec[key]) for key in _SPEC_KEYS if key in spec)
+            if "default" in spec and spec["default"] is None:
+                merged[name]["default"] = None  # null is then a value of its own (_null_default)
     return merged
 
 
@@ -122,6 +124,12 @@ def _list_example(option):
     return "[0, 1]" if option.get("elements") in ("int", "float") else '["a", "b"]'
 
 
+def _null_default(option):
+    """Whether the spec gives the option a null default: null then means "worked out" (documented
+    with the option), a value the roles take as it is."""
+    return "default" in option and option["default"] is None
+
+
 def raw_form_problems(spec, values, host):
     """E_SETTINGS records for values whose raw form the roles would read differently from
     Ansible's argument check: the check converts a copy, but the roles get the raw value (and a
@@ -140,7 +148,7 @@ def raw_form_problems(spec, values, host):
         if kind == "bool" and settings.plain_bool(value) is None:
             bad(name, "is %s, which Ansible and the engine would not all read the same way" % shown,
                 "Use true or false (also yes/no, on/off, 1/0, any case, no spaces).")
-        elif kind == "int" and settings.plain_int(value) is None:
+        elif kind == "int" and settings.plain_int(value) is None and not (value is None and _null_default(option)):
             bad(name, "is %s, not a whole number" % shown,
                 "Write it with digits only, such as 8020 (no decimal point, exponent, spaces or true/false).")
         elif kind == "float" and settings.plain_number(value) is None:

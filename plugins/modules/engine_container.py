@@ -139,9 +139,12 @@ options:
     type: int
     default: 2400
   lock_wait:
-    description: Seconds to wait for another start to release the lock before failing with E_LOCK.
+    description:
+      - Seconds to wait for another start to release the lock before failing with E_LOCK.
+      - Unset, the longest another start may hold it - three starts each waiting up to O(wait_timeout), the stop's
+        O(stop_grace) twice, and 120 s for the argument check and docker's own steps - so a start waits out one
+        in progress.
     type: int
-    default: 0
   log_tail_lines:
     description: Lines of each rank log shown on a failed start.
     type: int
@@ -245,7 +248,7 @@ def main():
             api_host=dict(type="str", default="127.0.0.1"),
             port=dict(type="int", default=8020),
             wait_timeout=dict(type="int", default=2400),
-            lock_wait=dict(type="int", default=0),
+            lock_wait=dict(type="int"),
             log_tail_lines=dict(type="int", default=25),
             stop_grace=dict(type="int", default=20),
             restart_policy=dict(type="str", default="on-failure:3"),

@@ -296,6 +296,47 @@ def test_lock_wait_outlasts_a_start_in_progress(tmp_path):
     other.wait()
 
 
+def test_the_default_lock_wait_outlasts_the_longest_start(tmp_path, monkeypatch):
+    # Each of the three starts loads for almost the whole wait_timeout, then is refused: the lock
+    # is held about three wait_timeouts, and a start waiting the default wait must outlast that.
+    clock = {"t": 0.0}
+    docker = FakeDocker(lambda w: (True, MODEL_WINDOW % w if w > 262144 else no_stream(w, "10.00", "9.40"), ""))
+    began = {}
+
+    def run(argv):
+        if argv[1] == "run" and "-d" in argv:
+            began["t"] = clock["t"]
+        answer = docker(argv)
+        if argv[1:3] == ["container", "inspect"] and clock["t"] >= began.get("t", 0) + 2399:
+            docker.containers["glm53-zig"]["State"].update(Running=False, Status="exited", ExitCode=1)
+            answer = docker(argv)
+        return answer
+
+    held = {}
+    acquire, release = ec.Lock.acquire, ec.Lock.release
+    monkeypatch.setattr(ec.Lock, "acquire", lambda lock, *a: held.update(at=clock["t"]) or acquire(lock, *a))
+    monkeypatch.setattr(ec.Lock, "release", lambda lock: held.update(by=clock["t"]) or release(lock))
+    box = ec.EngineContainer(params(tmp_path, wait_timeout=2400, stop_grace=20, lock_wait=None), ec.Docker(run),
+                             sleep=lambda s: clock.update(t=clock["t"] + s), clock=lambda: clock["t"],
+                             http=lambda path, timeout=5, key=None: (None, "refused"))
+    with pytest.raises(ec.StartFailed) as failed:
+        box.run("started")
+    assert failed.value.code == "E_FIT" and starts(docker) == ec.MAX_STARTS
+    assert 3 * 2399 <= held["by"] - held["at"] <= ec.longest_start_s(2400, 20) == 7360
+
+
+def test_without_a_lock_wait_a_start_waits_the_longest_start_then_says_e_lock(tmp_path):
+    (tmp_path / ".state").mkdir()
+    held = open(str(tmp_path / ".state" / "start.lock"), "a+")
+    fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    box = engine(tmp_path, FakeDocker(fitting), context="65536", wait_timeout=100, stop_grace=5, lock_wait=None)
+    with pytest.raises(ec.StartFailed) as failed:
+        box.run("started")
+    held.close()
+    assert failed.value.code == "E_LOCK" and "(waited 430 s;" in failed.value.message
+    assert box.clock() >= 430
+
+
 def test_stop_turns_the_restart_policy_off_first_and_archives(tmp_path):
     docker = FakeDocker(fitting)
     engine(tmp_path, docker, context="65536").run("started")

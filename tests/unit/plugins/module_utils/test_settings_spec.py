@@ -187,3 +187,11 @@ def _yaml_values(pattern):
                          + _yaml_values("inventories/*/host_vars/*.yml"))
 def test_the_defaults_and_example_inventories_pass_the_stricter_checks(path, values):
     assert settings_spec.settings_problems(SPEC, values, path) == []
+
+
+def test_null_is_a_value_only_of_an_int_whose_spec_defaults_to_null():
+    # rank_container_lock_wait: null means "as long as a start may hold the lock"; a port has no such meaning.
+    assert settings_spec.settings_problems(SPEC, {"rank_container_lock_wait": None}, "h") == []
+    assert [p["setting"] for p in settings_spec.settings_problems(SPEC, {"rank_container_lock_wait": "soon"}, "h")] \
+        == ["rank_container_lock_wait"]
+    assert [p["setting"] for p in settings_spec.settings_problems(SPEC, {"tensorfold_port": None}, "h")] == ["tensorfold_port"]
