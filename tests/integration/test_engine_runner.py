@@ -64,7 +64,7 @@ class Box(object):
         self.engine = str(engine)
         self.env = dict(os.environ, TENSORFOLD_CUDA_KERNELS=str(tmp_path / "kernels"),
                         TENSORFOLD_STANDIN_GPU_FREE_GIB=str(free_gib), TENSORFOLD_STANDIN_LOAD_S="0.1",
-                        TF_TP_TIMEOUT_S="20")
+                        TENSORFOLD_STANDIN_JOIN_WAIT_S="20")
         self.env.update(extra_env or {})
         self.runs = 0
 

@@ -10,7 +10,7 @@ two-rank recipes built on it) so the product's runner script and container run u
   ``serve /nonexistent/argument-check`` ("neither a directory nor a Hugging Face repo id") and a
   missing kernel set (``TENSORFOLD_CUDA_KERNELS``);
 * two tensor-parallel ranks meeting over TCP on ``--master:--master-port`` (rank 0 listens, rank 1
-  retries every 200 ms, each waits up to ``TF_TP_TIMEOUT_S``), the SHA-256 settings-fingerprint
+  retries every 200 ms, each waits up to 10 minutes: ``join_wait_s``), the SHA-256 settings-fingerprint
   exchange and its mismatch message, ``rank N: settings agreed, NCCL joined``; the control link
   closing makes the other rank log ``rank N: <reason>; exiting`` and exit 3 (exit 0 when no stream
   was open: rank 1 serves none, so it always exits 0 then); SIGTERM logs the stop line and exits 0;
@@ -87,6 +87,9 @@ DEFAULTS = {
     "warm_s": 0.0,
     "fail_rank": -1,               # a rank that kills itself once serving (-1: none)
     "fail_after_s": 2.0,
+    # How long each rank waits for the other to join: the contract's 10 minutes (tests shorten it).
+    # Not TF_TP_TIMEOUT_S, which the contract lists apart, with its own default of 300.
+    "join_wait_s": 600.0,
     # How a numeric --parallel P that does not fit is met with shared KV pages on: "refuse" (the
     # contract: P streams must fit, pages on or off) or "admit" (serve as many as fit, fewer than
     # P, so the role's W_STREAMS path can be seen). Without pages it is always refused.
@@ -705,7 +708,7 @@ def serve(args, config):
     signal.signal(signal.SIGINT, on_term)
 
     if args.tp == 2:
-        link = Link(args, float(os.environ.get("TF_TP_TIMEOUT_S", "600")))
+        link = Link(args, float(config["join_wait_s"]))
         link.connect()
         text = settings_text(args)
         if not link.exchange(text):
