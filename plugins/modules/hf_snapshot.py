@@ -69,9 +69,15 @@ options:
     type: str
   token_file:
     description:
-      - A root-only file holding the Hub read token (first line). Read only when files must be
-        downloaded; a missing or empty file means no token.
+      - A root-only file holding the Hub read token (first line). A missing or empty file means no token.
     type: path
+  forget_token_file:
+    description:
+      - Remove I(token_file) as soon as it is read, before anything else runs (not in check mode), so
+        no file holds the token while the download runs or after it ends, fails or is abandoned.
+      - Leave it false for a file other readers share (a peer copy's run secret).
+    type: bool
+    default: false
   gated:
     description:
       - The repository is gated. When files must be downloaded and no token was given, fail with
@@ -235,6 +241,15 @@ def read_token(path):
         return None
 
 
+def take_token(params, check_mode):
+    """The token: the option, else I(token_file)'s first line (the file removed once read with
+    forget_token_file, outside check mode), else HF_TOKEN; None when there is none."""
+    token = params["token"] or read_token(params["token_file"])
+    if params["forget_token_file"] and params["token_file"] and not check_mode:
+        forget(params["token_file"])
+    return token or os.environ.get("HF_TOKEN") or None
+
+
 def forget(path):
     try:
         os.unlink(path)
@@ -281,6 +296,7 @@ def main():
             state_dir=dict(type="path"),
             token=dict(type="str", no_log=True),
             token_file=dict(type="path"),
+            forget_token_file=dict(type="bool", default=False),
             gated=dict(type="bool", default=False),
             heartbeat_file=dict(type="path"),
             idle_timeout=dict(type="int", default=0),
@@ -295,6 +311,8 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    # First, so that no failure below leaves the token's file behind.
+    token = take_token(params, module.check_mode)
     host = params["host_label"] or socket.gethostname()
     if not HAS_HF:
         module.fail_json(msg=problem("E_DEPENDENCY", host, "huggingface_hub is not importable by %s" % sys.executable),
@@ -304,7 +322,6 @@ def main():
     local_dir = params["local_dir"].rstrip("/")
     state_dir = params["state_dir"] or os.path.join(
         os.path.dirname(local_dir), ".state", "hf_snapshot", os.path.basename(local_dir))
-    token = params["token"] or read_token(params["token_file"]) or os.environ.get("HF_TOKEN") or None
     endpoint = params["endpoint"] or os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
     snapshot = hf_transfer.Snapshot(
         params["repo_id"], params["revision"], local_dir, state_dir, token=token, endpoint=endpoint,
