@@ -22,6 +22,7 @@ __metaclass__ = type
 import shlex
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import engine_args
+from ansible_collections.glm53.tensorfold.plugins.module_utils.net import api_host, url_host
 from ansible_collections.glm53.tensorfold.plugins.module_utils.settings import MAX_CONTEXT, parse_context
 from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke import smoke_requests
 
@@ -165,7 +166,8 @@ def plan_lines(settings, facts):
         "%s=%s" % (k, shlex.quote(v)) for k, v in sorted(engine_env(s).items())))
     lines.append("engine names: %s" % engine_args.unconfirmed_note(s))
     lines.append("docker run: %s" % docker_run(s, ref, model_path, drafter_path, data + "/logs/current", f.get("gpus")))
-    url = f.get("smoke_url") or "http://127.0.0.1:%s" % s.get("tensorfold_port", 8020)
+    url = f.get("smoke_url") or "http://%s:%s" % (url_host(api_host(s.get("tensorfold_host", "0.0.0.0"))),
+                                                   s.get("tensorfold_port", 8020))
     for request in smoke_requests(url, s.get("tensorfold_served_name", "GLM-5.3-Flash"), _flag(s.get("tensorfold_vision", True)),
                                   _key_set(s), f.get("max_tokens", 32)):
         lines.append("smoke: %s" % request)

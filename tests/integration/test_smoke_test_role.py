@@ -36,7 +36,7 @@ def free_port():
 class Engine(object):
     """Both ranks of the stand-in, as runner.sh starts them (rank 1 first, rank 0 serving)."""
 
-    def __init__(self, work, api_key=None, vision=True):
+    def __init__(self, work, api_key=None, vision=True, host="127.0.0.1"):
         self.work = work
         self.port = free_port()
         master = free_port()
@@ -48,7 +48,7 @@ class Engine(object):
         env.pop("TENSORFOLD_API_KEY", None)
         both = ["serve", str(work / "model"), "--tp", "2", "--master", "127.0.0.1", "--master-port", str(master),
                 "--context", "65536", "--parallel", "2", "--no-drafts", "--no-thinking"] + (["--vision"] if vision else [])
-        rank0 = ["--rank", "0", "--device", "0", "--host", "127.0.0.1", "--port", str(self.port)]
+        rank0 = ["--rank", "0", "--device", "0", "--host", host, "--port", str(self.port)]
         if api_key:
             key_file = work / "api-key"
             key_file.write_text(api_key)
@@ -62,7 +62,7 @@ class Engine(object):
         deadline = time.time() + 30
         while time.time() < deadline:
             try:
-                with urllib.request.urlopen("http://127.0.0.1:%d/health" % self.port, timeout=2) as reply:
+                with urllib.request.urlopen("http://%s:%d/health" % (host, self.port), timeout=2) as reply:
                     if reply.status == 200:
                         return
             except OSError:
@@ -177,3 +177,28 @@ def test_check_mode_sends_nothing_and_lists_the_requests(tmp_path):
     assert "GET http://127.0.0.1:8020/health" in output
     assert "without a key: expects 401" in output
     assert "is now LIVE!" not in output and API_KEY not in output
+
+
+def test_a_smoke_run_on_its_own_reaches_an_engine_bound_to_one_address_there(tmp_path):
+    """--tags smoke on a converged box: no rank_container_result, so the checks go where the box
+    reaches its API, the bind address itself (127.0.0.2 is a loopback address 127.0.0.1 is not)."""
+    bound = Engine(tmp_path, vision=False, host="127.0.0.2")
+    try:
+        session_dir(tmp_path)
+        inventory = write_inventory(tmp_path, bound.port, tensorfold_host="127.0.0.2", tensorfold_vision=False)
+        rc, output = run_playbook(tmp_path / "smoke.yml", inventory, cwd=tmp_path)
+        assert rc == 0, output
+        assert "is now LIVE!" in output and "127.0.0.1:%d" % bound.port not in output
+    finally:
+        bound.stop()
+
+
+def test_ipv6_addresses_go_into_the_urls_in_brackets(tmp_path):
+    inventory = write_inventory(tmp_path, 8020, tensorfold_host="fd00::5", ansible_host="2001:db8::7")
+    playbook = tmp_path / "smoke-endpoint.yml"
+    playbook.write_text(PLAYBOOK + "  post_tasks:\n    - name: Show the endpoint clients are told\n"
+                        "      ansible.builtin.debug:\n        msg: \"ENDPOINT {{ smoke_test_result.endpoint }}\"\n")
+    rc, output = run_playbook(playbook, inventory, cwd=tmp_path, extra_args=["--check"])
+    assert rc == 0, output
+    assert "GET http://[fd00::5]:8020/health" in output
+    assert "ENDPOINT http://[2001:db8::7]:8020/v1" in output

@@ -17,3 +17,17 @@ def test_ipv6_literals_are_bracketed_once():
 def test_names_and_ipv4_stay():
     assert URL_HOST("10.20.0.5") == "10.20.0.5"
     assert URL_HOST("gateway-01.example") == "gateway-01.example"
+
+
+API_HOST = FilterModule().filters()["api_host"]
+
+
+def test_an_api_on_every_address_is_reached_on_loopback():
+    for bind in ("0.0.0.0", "::", "", None):
+        assert API_HOST(bind) == "127.0.0.1"
+
+
+def test_an_api_bound_to_one_address_is_reached_there():
+    assert API_HOST("10.0.0.5") == "10.0.0.5"
+    assert API_HOST("::1") == "::1" and URL_HOST(API_HOST("::1")) == "[::1]"
+    assert API_HOST("127.0.0.1") == "127.0.0.1"

@@ -107,3 +107,11 @@ def test_an_overridden_name_moves_the_setting_to_a_flag():
     lines = plan_lines(settings, {})
     env_line = [line for line in lines if line.startswith("ranks' environment")][0]
     assert "TF_HEAD=bf16" in env_line and "TF_GLM_DENSE" not in env_line and "TENSORFOLD_HEAD" not in env_line
+
+
+def test_the_planned_smoke_requests_go_where_the_box_reaches_its_api():
+    def smoke_lines(host):
+        return [line for line in plan_lines(dict(SETTINGS, tensorfold_host=host), {}) if line.startswith("smoke: ")]
+    assert all("http://127.0.0.1:" in line for line in smoke_lines("0.0.0.0") + smoke_lines("::"))
+    assert smoke_lines("10.0.0.5") and all("http://10.0.0.5:" in line for line in smoke_lines("10.0.0.5"))
+    assert all("http://[fd00::5]:" in line for line in smoke_lines("fd00::5"))
