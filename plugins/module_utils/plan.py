@@ -166,8 +166,8 @@ def plan_lines(settings, facts):
         "%s=%s" % (k, shlex.quote(v)) for k, v in sorted(engine_env(s).items())))
     lines.append("engine names: %s" % engine_args.unconfirmed_note(s))
     lines.append("docker run: %s" % docker_run(s, ref, model_path, drafter_path, data + "/logs/current", f.get("gpus")))
-    url = f.get("smoke_url") or "http://%s:%s" % (url_host(api_host(s.get("tensorfold_host", "0.0.0.0"))),
-                                                   s.get("tensorfold_port", 8020))
+    api = url_host(api_host(s.get("tensorfold_host", "0.0.0.0")))
+    url = f.get("smoke_url") or "http://%s:%s" % (api, s.get("tensorfold_port", 8020))
     for request in smoke_requests(url, s.get("tensorfold_served_name", "GLM-5.3-Flash"), _flag(s.get("tensorfold_vision", True)),
                                   _key_set(s), f.get("max_tokens", 32)):
         lines.append("smoke: %s" % request)
