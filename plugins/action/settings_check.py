@@ -100,8 +100,10 @@ class ActionModule(ActionBase):
                 entry = settings_spec.unresolved_setting(name, error, host, bool(spec[name].get("no_log")))
                 if entry:
                     unresolved.append(entry)
-        problems = settings_spec.settings_problems(spec, values, host, unresolved)
-        warnings = settings_spec.unused_play_keywords(values, self._play_keyword_values(), _spec_defaults(role_specs))
+        defaults = _spec_defaults(role_specs)
+        # The inventory's groups: the image's build host and a gateway host's rules read them.
+        problems = settings_spec.settings_problems(spec, values, host, unresolved, task_vars.get("groups"), defaults)
+        warnings = settings_spec.unused_play_keywords(values, self._play_keyword_values(), defaults)
         # The collection's own names are read from its files only when a name is not a setting (a
         # run's pre-flight sees settings alone, so a converged run does not pay the reading).
         strangers = [name for name in task_vars if name.startswith("tensorfold_") and name not in spec]

@@ -9,7 +9,8 @@
   text read as the state the fleet report prints (``server_state``);
 * whether a drain has finished and whether a server put back has passed a check since
   (``drain_done``, ``ready_outcome``);
-* what would make HAProxy refuse the configuration or serve a box by mistake (``plan_problems``).
+* what would make HAProxy refuse the configuration (``settings_problems``, read in pre-flight) or
+  serve a box by mistake (``shared_addresses``).
 
 The runtime API's words (``set server B/S state drain|maint|ready``, ``show stat``) are HAProxy's
 own (its management guide); the module ``gateway_server`` sends them over the admin socket.
@@ -84,16 +85,16 @@ def backend_plan(boxes):
             "names": dict((entry["host"], entry["name"]) for entry in servers + held)}
 
 
-def name_clashes(plan):
-    """Hosts whose server names come out the same (``gpu box@03`` and ``gpu_box_03``): HAProxy
-    refuses two servers of one name, and a drain by name would hit the other box. Returns text
-    for each clash (an E_SETTINGS problem), empty when none."""
+def name_clashes(hosts):
+    """Inventory hosts whose server names come out the same (``gpu box@03`` and ``gpu_box_03``):
+    HAProxy refuses two servers of one name, and a drain by name would hit the other box. Returns
+    text for each clash (an E_SETTINGS problem), empty when none."""
     by_name = {}
-    for entry in plan["servers"] + plan["held_out"]:
-        by_name.setdefault(entry["name"], []).append(entry["host"])
+    for host in hosts:
+        by_name.setdefault(server_name(host), []).append(str(host))
     return ["inventory hosts %s become one server name at the gateway (%s)" % (
-        " and ".join("'%s'" % h for h in sorted(hosts)), name)
-        for name, hosts in sorted(by_name.items()) if len(hosts) > 1]
+        " and ".join("'%s'" % h for h in sorted(clashing)), name)
+        for name, clashing in sorted(by_name.items()) if len(clashing) > 1]
 
 
 def shared_addresses(plan):
@@ -216,7 +217,7 @@ def ready_outcome(row):
     Leaving maintenance HAProxy sets the server's health to ``rise``, the lowest UP (``UP 1/2``)
     below the full ``rise + fall - 1``; only a check that passed after that brings it to a plain
     ``UP``. So a plain ``UP`` read after the command proves a passed check, as long as
-    ``fall`` >= 2 (with ``fall`` 1 the lowest UP is already full: the gateway's pre-flight refuses it).
+    ``fall`` >= 2 (with ``fall`` 1 the lowest UP is already full: pre-flight refuses it, settings_problems).
     """
     if not row:
         return "gone"
@@ -280,3 +281,46 @@ def check_timing_problem(interval, timeout, fastinter_ms, fall):
     return ("gateway_check_fall x gateway_check_timeout plus the fast re-checks (%s x %s s + %s x %s ms) exceeds "
             "gateway_check_interval (%s s), so a wedged engine could stay in rotation longer than two intervals"
             % (fall, timeout, fall - 1, fastinter_ms, interval))
+
+
+def _listens(settings):
+    """The gateway's listening ports as listen_clashes reads them: the clients' front, and the
+    metrics port unless it is off (0)."""
+    listens = [{"what": "gateway_port", "bind": settings.get("gateway_bind"), "port": settings["gateway_port"]}]
+    if settings["gateway_stats_port"] > 0:
+        listens.append({"what": "gateway_stats_port", "bind": settings.get("gateway_stats_bind"),
+                        "port": settings["gateway_stats_port"]})
+    return listens
+
+
+def settings_problems(host, settings, groups):
+    """What would make a gateway host's converge fail, from the settings and the inventory alone:
+    checked in pre-flight (settings.check_settings) so that no box is touched first. ``settings``:
+    the gateway's and the shared settings, defaults filled in, the integers already read (None
+    where a value is not a whole number: its type check reports it); ``groups``: the inventory's.
+    Returns ``(setting, what, todo)`` for each problem, empty when none."""
+    found = []
+    fall = settings.get("gateway_check_fall")
+    timing = [settings.get(name) for name in ("gateway_check_interval", "gateway_check_timeout",
+                                              "gateway_check_fastinter_ms")]
+    if fall is not None and check_fall_problem(fall):
+        found.append(("gateway_check_fall", check_fall_problem(fall), "Set gateway_check_fall to 2 or more."))
+    elif fall is not None and None not in timing:
+        wrong = check_timing_problem(timing[0], timing[1], timing[2], fall)
+        if wrong:
+            found.append(("gateway_check_timeout", wrong, "Lower the timeout or raise the interval."))
+    fleet_group = settings.get("gateway_fleet_group")
+    fleet = groups.get(fleet_group) or []
+    clashes = name_clashes(fleet)
+    if clashes:
+        found.append(("gateway_fleet_group", "; ".join(clashes) + " (HAProxy refuses two servers of one name)",
+                      "Rename one of each pair in the inventory."))
+    ports = [settings.get(name) for name in ("gateway_port", "gateway_stats_port", "tensorfold_port")]
+    if host in fleet and None not in ports:
+        listens = listen_clashes(host, [{"host": host, "port": settings["tensorfold_port"]}], _listens(settings),
+                                 settings.get("tensorfold_host") or "0.0.0.0")
+        if listens:
+            found.append(("gateway_port", "; ".join(listens),
+                          "Set gateway_port (and gateway_stats_port) for this host to ports the engine does not use, "
+                          "or bind them to another address (gateway_bind)."))
+    return found

@@ -14,7 +14,7 @@ import math
 import posixpath
 import re
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import engine_args
+from ansible_collections.glm53.tensorfold.plugins.module_utils import engine_args, gateway
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import record
 
 MAX_CONTEXT = 1048576
@@ -36,6 +36,11 @@ _IMAGE_DIGEST = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)
 BOOL_FORMS = ("true", "false", "yes", "no", "on", "off", "1", "0")
 _PLAIN_INT = re.compile(r"^-?[0-9]+$")
 _PLAIN_DECIMAL = re.compile(r"^-?[0-9]+(?:\.[0-9]+)?$")
+# NVIDIA's package versions, VERSION-RELEASE (1.18.2-1, 1.19.0~rc.1-1), as the toolkit role pins them.
+_TOOLKIT_VERSION = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(~rc\.[0-9]+)?-[0-9]+$")
+# The gateway's settings that settings_problems of module_utils/gateway.py reads as integers.
+_GATEWAY_INTS = ("gateway_check_interval", "gateway_check_timeout", "gateway_check_fastinter_ms", "gateway_check_fall",
+                 "gateway_port", "gateway_stats_port", "tensorfold_port")
 # Characters a host folder may not hold: ":" and "," split docker's -v and --mount specs, '"'
 # quotes in --mount, "$" and control characters are read differently by shells and Ansible.
 _BAD_PATH_CHARS = re.compile(r'[:,"$\x00-\x1f\x7f]')
@@ -203,11 +208,37 @@ def parse_context(value):
     return parse_parallel(value)
 
 
-def check_settings(settings, host):
+def _inventory_problems(settings, host, groups, defaults):
+    """check_settings' part that reads the inventory's groups (see there)."""
+    found = []
+    build_host = settings.get("tensorfold_image_build_host")
+    # The role alone may run on an inventory without gpu_hosts: then any host of it.
+    boxes = groups["gpu_hosts"] if "gpu_hosts" in groups else groups.get("all") or []
+    if isinstance(build_host, str) and build_host and build_host not in boxes:
+        found.append(record("E_SETTINGS", host, "tensorfold_image_build_host is %r, which is not a host of the "
+                            "inventory's gpu_hosts" % (build_host,),
+                            "Name a GPU box of the inventory, or leave it empty (a box that has the image builds for "
+                            "the others, else the first).", setting="tensorfold_image_build_host"))
+    if host in (groups.get("gateways") or ()):
+        given = dict(defaults)
+        given.update(settings)
+        texts = ("gateway_bind", "gateway_stats_bind", "gateway_fleet_group", "tensorfold_host")
+        read = dict((name, given.get(name)) for name in texts)
+        read.update((name, plain_int(given.get(name))) for name in _GATEWAY_INTS)
+        found += [record("E_SETTINGS", host, what, todo, setting=name)
+                  for name, what, todo in gateway.settings_problems(host, read, groups)]
+    return found
+
+
+def check_settings(settings, host, groups=None, defaults=None):
     """Return a list of problem records (see codes.record) for the settings dict.
 
-    ``settings`` maps the tensorfold_* variable names to their values; missing names are
-    skipped, so a role can check the part it uses.
+    ``settings`` maps the settings' names to their values; missing names are skipped, so a role
+    can check the part it uses. ``groups``: the inventory's groups ({group: [host, ...]}), for
+    the settings that name hosts or hold for a host by its group (the image's build host, a
+    gateway's); None leaves those checks out. ``defaults``: the roles' defaults, for a gateway's
+    rules that bind settings it may leave at their default (a longer check timeout alone must
+    still fit the default interval).
     """
     problems = []
 
@@ -364,6 +395,23 @@ def check_settings(settings, host):
             bad("tensorfold_engine_names", what,
                 "Give each knob a flag (--name) or an environment variable name of its own, not one the "
                 "collection already passes to the ranks, and each name once.")
+
+    # The toolkit's pins, checked here rather than in its batched play: earlier batches would have
+    # installed packages before a later batch read a bad value.
+    version = settings.get("nvidia_toolkit_version")
+    if has("nvidia_toolkit_version") and not (isinstance(version, str) and _TOOLKIT_VERSION.fullmatch(version)):
+        bad("nvidia_toolkit_version", "is %r, not VERSION-RELEASE as NVIDIA publishes it" % (version,),
+            "Give the version of the four packages as NVIDIA's repository lists it, such as 1.18.2-1.")
+    keyring = settings.get("nvidia_toolkit_apt_keyring")
+    if has("nvidia_toolkit_apt_keyring") and not (isinstance(keyring, str) and keyring.endswith(".asc")):
+        # The role writes the key as ASCII armour, which apt 2.x reads only from a file named .asc.
+        bad("nvidia_toolkit_apt_keyring", "is %r, which does not end in .asc: the role writes the key as ASCII armour, "
+            "which apt reads only from a .asc file (it skips another name as an unsupported filetype, then refuses "
+            "the repository with NO_PUBKEY)" % (keyring,),
+            "End the path in .asc, such as /etc/apt/keyrings/nvidia-container-toolkit.asc (the default).")
+
+    if groups is not None:
+        problems += _inventory_problems(settings, host, groups, defaults or {})
 
     # Secrets: the values themselves are never echoed.
     key = settings.get("tensorfold_api_key")

@@ -225,7 +225,7 @@ def unknown_settings(names, known, settings_names, host):
     return found
 
 
-def settings_problems(spec, values, host, earlier=()):
+def settings_problems(spec, values, host, earlier=(), groups=None, defaults=None):
     """Every bad value among ``values`` (only the settings given are checked) as E_SETTINGS records.
 
     The raw forms first (raw_form_problems), then types and choices from ``spec`` (the roles'
@@ -259,7 +259,7 @@ def settings_problems(spec, values, host, earlier=()):
     checked = dict(given)
     checked.update((name, value) for name, value in result.validated_parameters.items()
                    if name in given and spec[name].get("type") == "bool")
-    problems += [entry for entry in check_settings(checked, host) if entry.get("setting") not in flagged]
+    problems += [entry for entry in check_settings(checked, host, groups, defaults) if entry.get("setting") not in flagged]
     for entry in problems:
         entry["message"] = _scrub(entry["message"], secrets)
     return problems

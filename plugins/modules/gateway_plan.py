@@ -19,9 +19,9 @@ description:
   - A box that failed a step this run, or whose smoke test did not find it LIVE, is held out with
     the reason; a box the smoke test did not judge this run stays, and the gateway's own check (a
     real completion) judges it.
-  - Fails (E_SETTINGS) before anything is written when two hosts' names become the same server name at
-    the gateway, or when the gateway's ports are the engine's on a gateway host that is also a box;
-    warns (W_GATEWAY) when two boxes point at the same address and port.
+  - Warns (W_GATEWAY) when two boxes point at the same address and port. What would make HAProxy refuse the
+    configuration (two hosts of one server name, the check timing, the engine's port on a gateway host that is also a
+    box) is refused in pre-flight (M(glm53.tensorfold.settings_check)), before any host changes.
 author:
   - glm53.tensorfold contributors (@glm53)
 options:
@@ -34,37 +34,6 @@ options:
     description: The engines' port where a box does not set C(tensorfold_port).
     type: int
     default: 8020
-  check:
-    description:
-      - The gateway's health check timing; when given, it is checked first (E_SETTINGS when a wedged engine
-        could stay in rotation longer than two check intervals).
-    type: dict
-    suboptions:
-      interval: {description: Seconds between two checks (C(gateway_check_interval))., type: float, required: true}
-      timeout: {description: Seconds one check may take (C(gateway_check_timeout))., type: float, required: true}
-      fastinter_ms: {description: Milliseconds between the fast re-checks (C(gateway_check_fastinter_ms))., type: float, required: true}
-      fall:
-        description:
-          - Failed checks that take a box out (C(gateway_check_fall)); at least 2, so that a box put back proves a
-            passed check (M(glm53.tensorfold.gateway_server) O(glm53.tensorfold.gateway_server#module:state=ready)).
-        type: int
-        required: true
-  listens:
-    description:
-      - The gateway's own listening ports on this host (C(gateway_port), C(gateway_stats_port)). When this host is
-        also one of O(hosts), its engine (host network) uses its C(tensorfold_port), and a port of both on overlapping
-        addresses is refused (E_SETTINGS).
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      what: {description: "The setting's name, for messages.", type: str, required: true}
-      bind: {description: The address it listens on (C(*) for every address)., type: str, default: "*"}
-      port: {description: The port., type: int, required: true}
-  engine_bind:
-    description: The address this host's engine listens on (C(tensorfold_host)), when it is one of O(hosts).
-    type: str
-    default: 0.0.0.0
   group:
     description: The group O(hosts) come from, for messages.
     type: str
@@ -111,18 +80,6 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils.controller_action
 ARGUMENT_SPEC = dict(
     hosts=dict(type="list", elements="str", required=True),
     default_port=dict(type="int", default=8020),
-    check=dict(type="dict", options=dict(
-        interval=dict(type="float", required=True),
-        timeout=dict(type="float", required=True),
-        fastinter_ms=dict(type="float", required=True),
-        fall=dict(type="int", required=True),
-    )),
-    listens=dict(type="list", elements="dict", default=[], options=dict(
-        what=dict(type="str", required=True),
-        bind=dict(type="str", default="*"),
-        port=dict(type="int", required=True),
-    )),
-    engine_bind=dict(type="str", default="0.0.0.0"),
     group=dict(type="str", default="gpu_hosts"),
 )
 

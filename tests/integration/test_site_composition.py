@@ -302,3 +302,25 @@ def test_a_batch_size_set_in_the_inventory_is_named_once_as_unused(collection, t
     assert roles(ran["gpu-a"]) == DEPLOY, output  # a warning, not a stop
     rc, output, _ = site(collection, tmp_path, host_vars=in_inventory, args=["-e", "tensorfold_serial=1"])
     assert rc == 0 and "W_SERIAL" not in output, output
+
+
+def test_heal_reads_every_hosts_settings_before_it_restarts_a_box(collection, tmp_path):
+    # Port 1: nothing answers, so heal finds each box unhealthy and would restart it.
+    base = {"tensorfold_port": 1}
+    host_vars = {"gpu-a": base, "gpu-b": base, "gpu-c": dict(base, tensorfold_parallel=0)}
+    hosts = ("gpu-a", "gpu-b", "gpu-c")
+    rc, output, ran = site(collection, tmp_path, hosts=hosts, host_vars=host_vars, playbook="heal",
+                           args=["-e", "tensorfold_max_fail_percentage=0"])
+    assert rc != 0
+    # gpu-c's bad setting is read before gpu-a is drained: with no failure allowed, nothing restarts.
+    assert ran == {"gpu-a": [], "gpu-b": [], "gpu-c": []}, output
+    assert "gpu-c failed in pre-flight" in output
+    work = tmp_path / "default"
+    work.mkdir()
+    rc, output, ran = site(collection, work, hosts=hosts, host_vars=host_vars, playbook="heal")
+    assert rc != 0
+    assert ran["gpu-a"] == ran["gpu-b"] == [("rank_container", "restart"), ("smoke_test", "restart")], output
+    assert ran["gpu-c"] == [], output
+    report = json.loads((work / "reports" / "fleet-report.json").read_text())
+    lines = dict((line["host"], line) for line in report["hosts"])
+    assert lines["gpu-c"]["stage"] == "pre-flight" and lines["gpu-c"]["codes"] == ["E_SETTINGS"], lines

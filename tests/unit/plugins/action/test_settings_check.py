@@ -120,3 +120,29 @@ def test_a_misspelled_setting_warns_and_the_right_ones_do_not():
     assert result["warnings"] == [
         "[W_SETTINGS] inventory: tensorfold_contxt is not a setting of glm53.tensorfold. Did you mean tensorfold_context? "
         "Rename it; as it is, nothing reads it and the default applies."]
+
+
+def _run_on(host, task_vars, groups):
+    from ansible_collections.glm53.tensorfold.plugins.action.settings_check import ActionModule
+    task = SimpleNamespace(action="glm53.tensorfold.settings_check", async_val=0, check_mode=False, args={})
+    connection = SimpleNamespace(_shell=SimpleNamespace(tmpdir=None))
+    plugin = ActionModule(task, connection, PlayContext(), loader=None, templar=SimpleNamespace(template=lambda value: value),
+                          shared_loader_obj=None)
+    plugin._play_keyword_values = lambda: {}
+    return plugin.run(task_vars=dict(task_vars, inventory_hostname=host, groups=groups))
+
+
+def test_pre_flight_reads_the_inventory_and_the_roles_defaults_for_the_rules_on_hosts():
+    groups = {"all": ["gw", "gpu-a"], "gpu_hosts": ["gw", "gpu-a"], "gateways": ["gw"], "ungrouped": []}
+    # A gateway host that is also a box, every port at its default: HAProxy and the engine both want 8020.
+    result = _run_on("gw", {}, groups)
+    assert result["failed"] is True and [p["setting"] for p in result["problems"]] == ["gateway_port"]
+    assert _run_on("gw", {"gateway_port": 8080}, groups).get("failed") is None
+    # The timing rule holds a raised timeout against the default interval.
+    result = _run_on("gw", {"gateway_port": 8080, "gateway_check_timeout": 3}, groups)
+    assert [p["setting"] for p in result["problems"]] == ["gateway_check_timeout"]
+    # The same settings on a box that is no gateway are not its business.
+    assert _run_on("gpu-a", {"gateway_check_timeout": 3}, groups).get("failed") is None
+    result = _run_on("gpu-a", {"tensorfold_image_build_host": "gpu-z"}, groups)
+    assert [p["setting"] for p in result["problems"]] == ["tensorfold_image_build_host"]
+    assert _run_on("gpu-a", {"tensorfold_image_build_host": "gw"}, groups).get("failed") is None

@@ -234,3 +234,85 @@ def test_the_reserved_engine_names_come_from_engine_args():
     assert {"TENSORFOLD_API_KEY", "TENSORFOLD_MEMORY_RESERVE_GIB", "CUDA_VISIBLE_DEVICES", "NCCL_SOCKET_IFNAME"} <= env
     # The knobs' own default names stay free for the knobs.
     assert "TF_GLM_DENSE" not in env
+
+
+# The gateway's defaults (roles/gateway/meta/argument_specs.yml) and the shared ones it reads.
+GATEWAY_DEFAULTS = {"gateway_check_interval": 5, "gateway_check_timeout": 2, "gateway_check_fastinter_ms": 500,
+                    "gateway_check_fall": 2, "gateway_port": 8020, "gateway_bind": "*", "gateway_stats_port": 8404,
+                    "gateway_stats_bind": "*", "gateway_fleet_group": "gpu_hosts", "tensorfold_port": 8020,
+                    "tensorfold_host": "0.0.0.0"}
+FLEET = {"all": ["gw", "gpu1", "gpu2"], "gpu_hosts": ["gpu1", "gpu2"], "gateways": ["gw"]}
+
+
+def _gateway(settings, host="gw", groups=None):
+    return check_settings(settings, host, groups or FLEET, GATEWAY_DEFAULTS)
+
+
+def test_a_gateway_with_the_defaults_passes_and_its_rules_bind_only_gateway_hosts():
+    assert _gateway({}) == []
+    # The same values on a box that is no gateway (group_vars/all) are not its business.
+    assert _gateway({"gateway_check_fall": 1, "gateway_check_timeout": 4}, host="gpu1") == []
+
+
+def test_a_gateway_check_fall_below_2_is_refused_in_pre_flight():
+    problems = _gateway({"gateway_check_fall": 1})
+    assert _settings_named(problems) == ["gateway_check_fall"]
+    assert problems[0]["message"].startswith("[E_SETTINGS] gw: gateway_check_fall is 1: a box put back would read UP")
+    assert "Set gateway_check_fall to 2 or more." in problems[0]["message"]
+
+
+def test_a_check_timing_that_keeps_a_wedged_engine_too_long_is_refused_against_the_defaults():
+    # A longer timeout alone no longer fits the default interval: 2 x 3 s + 500 ms > 5 s.
+    problems = _gateway({"gateway_check_timeout": 3})
+    assert _settings_named(problems) == ["gateway_check_timeout"]
+    assert "exceeds gateway_check_interval (5 s)" in problems[0]["message"]
+    assert _gateway({"gateway_check_timeout": "3", "gateway_check_interval": "10"}) == []
+    # A value that is no whole number is its type check's business, not a second message here.
+    assert _gateway({"gateway_check_timeout": "3s"}) == []
+
+
+def test_inventory_hosts_of_one_server_name_are_refused_on_the_gateway_host():
+    groups = dict(FLEET, gpu_hosts=["gpu box@03", "gpu_box_03", "gpu1"])
+    problems = _gateway({}, groups=groups)
+    assert _settings_named(problems) == ["gateway_fleet_group"]
+    assert ("inventory hosts 'gpu box@03' and 'gpu_box_03' become one server name at the gateway (gpu_box_03)"
+            in problems[0]["message"])
+    # The group the gateway serves is the one read.
+    assert _gateway({"gateway_fleet_group": "boxes"}, groups=dict(groups, boxes=["gpu1", "gpu2"])) == []
+
+
+def test_a_gateway_that_is_also_a_box_must_not_take_its_engine_port():
+    groups = dict(FLEET, gpu_hosts=["gw", "gpu1"])
+    problems = _gateway({}, groups=groups)
+    assert _settings_named(problems) == ["gateway_port"]
+    assert "gateway_port 8020 (on *) is also the port of the engine on this host" in problems[0]["message"]
+    assert _gateway({"gateway_port": 8080}, groups=groups) == []
+    assert _gateway({"tensorfold_port": 8030}, groups=groups) == []
+    problems = _gateway({"gateway_port": 8080, "gateway_stats_port": 8020}, groups=groups)
+    assert "gateway_stats_port 8020 (on *)" in problems[0]["message"]
+    assert _gateway({"gateway_port": 8080, "gateway_stats_port": 0, "tensorfold_port": 8404}, groups=groups) == []
+
+
+def test_the_image_build_host_is_checked_against_the_inventory_not_the_run():
+    assert check_settings({"tensorfold_image_build_host": "gpu2"}, "gpu1", FLEET) == []
+    for name in ("gpu9", "gw"):
+        problems = check_settings({"tensorfold_image_build_host": name}, "gpu1", FLEET)
+        assert _settings_named(problems) == ["tensorfold_image_build_host"], name
+        assert "is %r, which is not a host of the inventory's gpu_hosts" % name in problems[0]["message"]
+    # The role alone, on an inventory without gpu_hosts: any host of it.
+    assert check_settings({"tensorfold_image_build_host": "gw"}, "gw", {"all": ["gw"]}) == []
+    assert check_settings({"tensorfold_image_build_host": ""}, "gpu1", FLEET) == []
+
+
+@pytest.mark.parametrize("version, ok", [("1.18.2-1", True), ("1.19.0~rc.1-1", True), ("1.18.2", False),
+                                         ("1.18.2-1\n", False), (" 1.18.2-1", False), (1.18, False)])
+def test_the_toolkit_version_form_is_checked_in_pre_flight(version, ok):
+    problems = check_settings({"nvidia_toolkit_version": version}, "gpu1")
+    assert _settings_named(problems) == ([] if ok else ["nvidia_toolkit_version"])
+
+
+def test_the_toolkit_keyring_must_be_an_asc_file():
+    assert check_settings({"nvidia_toolkit_apt_keyring": "/etc/apt/keyrings/nvidia-container-toolkit.asc"}, "gpu1") == []
+    problems = check_settings({"nvidia_toolkit_apt_keyring": "/etc/apt/keyrings/nvidia.gpg"}, "gpu1")
+    assert _settings_named(problems) == ["nvidia_toolkit_apt_keyring"]
+    assert "which does not end in .asc" in problems[0]["message"]
