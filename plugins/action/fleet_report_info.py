@@ -10,6 +10,8 @@ __metaclass__ = type
 
 import time
 
+from ansible_collections.glm53.tensorfold.plugins.module_utils import fleet_bench
+from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
 from ansible_collections.glm53.tensorfold.plugins.module_utils.fleet_report import FACTS, build_report
 from ansible_collections.glm53.tensorfold.plugins.modules import fleet_report_info
 from ansible_collections.glm53.tensorfold.plugins.plugin_utils.controller_action import ControllerAction
@@ -28,4 +30,25 @@ class ActionModule(ControllerAction):
         for host in facts:
             facts[host]["fleet_report_reached_end"] = host in reached
         generated_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        return {"report": build_report(facts, generated_at=generated_at, plan=args["plan"], slow_ratio=args["slow_ratio"])}
+        answer = {"report": build_report(facts, generated_at=generated_at, plan=args["plan"], slow_ratio=args["slow_ratio"])}
+        if args["baselines"]:
+            answer.update(self._baselines(args, facts, generated_at))
+        return answer
+
+    @staticmethod
+    def _baselines(args, facts, measured_at):
+        """The baselines record after this run; one that cannot be read is left as it is (a warning)."""
+        path = args["baselines"]
+        try:
+            with open(path) as handle:
+                text = handle.read()
+        except (IOError, OSError):
+            text = None  # no record yet
+        try:
+            previous = fleet_bench.parse_baselines(text)
+        except ValueError as err:
+            what = "the bench baselines %s are %s; left as they are, so this run keeps no bench figures" % (path, err)
+            return {"baselines_changed": False, "warnings": [problem("W_BASELINES", "controller", what)]}
+        results = {} if args["plan"] else dict((host, f.get("fleet_bench_result")) for host, f in facts.items())
+        updated = fleet_bench.update_baselines(previous, results, measured_at)
+        return {"baselines": updated, "baselines_changed": updated != previous}

@@ -49,6 +49,7 @@ CODES = {
     "W_RESTARTS": ("warning", "Docker restarted the engine container after its ranks ended; read rank0.log and rank1.log of logs/current."),
     "E_BUNDLE": ("error", "Build the bundle again where the Internet is (playbooks/bundle.yml resumes), or carry in the item named."),
     "W_SLOW": ("warning", "Compare the box with the others: its host checks' warnings, power limits, driver and peer-to-peer."),
+    "W_BASELINES": ("warning", "Fix the file or delete it: the next bench writes it afresh."),
     "W_LICENSE": ("warning", "DFlash2 is non-commercial: for commercial use set tensorfold_drafter to mtp or none."),
     "W_SETTINGS": ("warning", "Check the variable's name: nothing reads a misspelled setting, and its default applies."),
     "W_SERIAL": ("warning", "Give it on the command line (-e NAME=VALUE, or -e @rollout.yml) and take it out of the inventory."),

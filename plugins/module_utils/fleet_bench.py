@@ -111,6 +111,42 @@ def compare(results, threshold=0.85):
     return out
 
 
+# Each box's last real bench, kept beside the fleet report (roles/fleet_report saves it): the
+# fleet report is rewritten by every run and carries figures only when the bench ran in it, so
+# the baselines monitoring compares live speed with live in a record of their own that only a
+# measuring run updates.
+
+
+def parse_baselines(text):
+    """The baselines record from its file's text (None or empty: no record yet).
+
+    Returns ``{"hosts": {host: {measured_at, url, cases}}}``; raises ValueError when the text is
+    not such a record (hand-edited, truncated).
+    """
+    if text is None or not text.strip():
+        return {"hosts": {}}
+    try:
+        record = json.loads(text)
+    except ValueError as err:
+        raise ValueError("not JSON (%s)" % err)
+    hosts = record.get("hosts") if isinstance(record, dict) else None
+    if not isinstance(hosts, dict) or not all(isinstance(entry, dict) for entry in hosts.values()):
+        raise ValueError('not a baselines record ({"hosts": {BOX: {measured_at, url, cases}}})')
+    return {"hosts": dict(hosts)}
+
+
+def update_baselines(previous, results, measured_at):
+    """``previous`` with the entry of each box this run measured replaced (``results``: host ->
+    fleet_bench_result). Only real measurements count: a check-mode bench (``planned``), a box
+    that was not LIVE and the gateway leave a box's last figures as they were."""
+    hosts = dict((previous or {}).get("hosts") or {})
+    for host, result in sorted((results or {}).items()):
+        if not result or result.get("kind", "box") != "box" or result.get("status") != "measured":
+            continue
+        hosts[host] = {"measured_at": measured_at, "url": result.get("url"), "cases": result.get("cases") or {}}
+    return {"hosts": hosts}
+
+
 def likely_causes(codes, driver=None, fleet_drivers=None):
     """What the host checks saw that slows a box: W_P2P, W_POWER, a driver unlike the fleet's."""
     causes = []

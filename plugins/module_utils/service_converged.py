@@ -41,12 +41,13 @@ def fingerprint(files, inputs):
     return _sha256(json.dumps(data, sort_keys=True, default=str))
 
 
-def compare(want_fingerprint, record, files, on_disk, service):
+def compare(want_fingerprint, record, files, on_disk, service, record_mode=None):
     """Differences; an empty list means converged.
 
     record: the record the last converge wrote ({"fingerprint": ...}) or None. files: the wanted
     files ({path, content}; content None: must be absent). on_disk: path -> its content, or None
-    when absent. service: {ok, what} of the probe, or None when not asked.
+    when absent. service: {ok, what} of the probe, or None when not asked. record_mode: the
+    record's permission bits, or None when not known.
     Returns a list of {part, what}, in PARTS order, at most one entry per part.
     """
     differs = {}
@@ -55,6 +56,10 @@ def compare(want_fingerprint, record, files, on_disk, service):
     elif record["fingerprint"] != want_fingerprint:
         differs["record"] = "the run wants %s, the last converge left %s" % (
             want_fingerprint[:12], str(record["fingerprint"])[:12])
+    elif record_mode is not None and record_mode & 0o077:
+        # The fingerprint covers the key file's content: a record others can read lets them test
+        # guesses of the key offline. A converge rewrites it root-only (a record an older release left).
+        differs["record"] = "the record is readable by others (mode %04o)" % (record_mode & 0o7777)
     changed = []
     for wanted in files:
         have = on_disk.get(wanted["path"])

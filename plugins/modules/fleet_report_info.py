@@ -44,6 +44,15 @@ options:
     description: A box slower than this share of the fleet's median speed gets C(W_SLOW) (after fleet_bench).
     type: float
     default: 0.85
+  baselines:
+    description:
+      - "The controller file that keeps each box's last real bench (C({hosts: {BOX: {measured_at, url, cases}}})),
+        which the monitoring role compares live speed with. Read here; the new record is returned as
+        RV(baselines) for the role to save."
+      - A box this run measured gets this run's figures; every other box keeps its entry. A plan or
+        check-mode run, and a run without the bench, change nothing.
+      - Unset, no record is read or returned.
+    type: path
 extends_documentation_fragment:
   - glm53.tensorfold.controller
 """
@@ -66,6 +75,14 @@ report:
     C(errors) and C(todo). C(generated_at) is when it was built (UTC).
   returned: always
   type: dict
+baselines:
+  description: The baselines record after this run (see O(baselines)).
+  returned: when O(baselines) is set and its file could be read
+  type: dict
+baselines_changed:
+  description: Whether this run measured a box, so that RV(baselines) differs from the saved record.
+  returned: when O(baselines) is set
+  type: bool
 """
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.controller_action import refuse_on_host
@@ -76,6 +93,7 @@ ARGUMENT_SPEC = dict(
     plan=dict(type="bool", default=False),
     reached_end=dict(type="list", elements="str"),
     slow_ratio=dict(type="float", default=0.85),
+    baselines=dict(type="path"),
 )
 
 

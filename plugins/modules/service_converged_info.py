@@ -16,7 +16,8 @@ description:
   - The converged fast path of the site gateway and of Prometheus (the glm53.tensorfold.gateway and
     glm53.tensorfold.monitoring roles), like M(glm53.tensorfold.converged_info) for a GPU box.
   - "The parts: C(record) (the record O(record), written by the role after its last successful
-    converge, holds RV(fingerprint): the run wants what that converge made), C(files) (every file of
+    converge, holds RV(fingerprint): the run wants what that converge made, and only its owner can
+    read it, since the fingerprint covers secret files), C(files) (every file of
     O(files) holds the content the run would write, or is absent when its content is null) and
     C(service) (the service answers: GET O(probe_url) gives 200, or the unix socket O(probe_socket)
     accepts a connection)."
@@ -99,7 +100,9 @@ fingerprint:
   type: str
 """
 
+import os
 import socket
+import stat
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.glm53.tensorfold.plugins.module_utils import service_converged
@@ -147,7 +150,12 @@ def main():
     elif params["probe_socket"]:
         service = probe_socket(params["probe_socket"], params["probe_timeout"])
     want = service_converged.fingerprint(params["files"], params["inputs"])
-    differs = service_converged.compare(want, record if isinstance(record, dict) else None, params["files"], on_disk, service)
+    try:
+        record_mode = stat.S_IMODE(os.stat(params["record"]).st_mode)
+    except OSError:
+        record_mode = None
+    differs = service_converged.compare(want, record if isinstance(record, dict) else None, params["files"], on_disk, service,
+                                        record_mode=record_mode)
     module.exit_json(changed=False, converged=not differs, differs=differs,
                      summary=service_converged.summary(differs), fingerprint=want)
 

@@ -46,8 +46,8 @@ def stub_tasks(role, entry):
     return text
 
 
-def build(tmp_path):
-    """Build the stub collection under tmp_path; return its collections path."""
+def build(tmp_path, stubbed=STUBBED):
+    """Build the stub collection under tmp_path, the roles ``stubbed`` replaced; return its collections path."""
     base = tmp_path / "collections"
     coll = base / "ansible_collections" / "glm53" / "tensorfold"
     coll.mkdir(parents=True)
@@ -57,7 +57,7 @@ def build(tmp_path):
             shutil.copytree(source, str(coll / name))
         else:
             shutil.copy(source, str(coll / name))
-    for role in STUBBED:
+    for role in stubbed:
         entries = sorted(f[:-4] for f in os.listdir(str(coll / "roles" / role / "tasks")) if f.endswith(".yml"))
         # The stub keeps the role's defaults: other roles' settings may default to them.
         for part in ("tasks", "meta", "handlers", "templates", "files", "vars"):

@@ -81,7 +81,7 @@ def watched(tmp_path_factory):
             monitoring_node_exporter: false
             monitoring_scrape_interval: 2s
             monitoring_evaluation_interval: 2s
-            monitoring_bench_report: /nonexistent/fleet-report.json
+            monitoring_bench_baselines_file: /nonexistent/bench-baselines.json
           children:
             gpu_hosts:
               hosts:

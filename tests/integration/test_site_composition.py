@@ -27,13 +27,16 @@ def collection(tmp_path_factory):
     return stub_collection.build(tmp_path_factory.mktemp("stub"))
 
 
-def site(collection, tmp_path, hosts=("gpu-a", "gpu-b"), host_vars=None, args=(), playbook="site"):
-    """Run glm53.tensorfold.<playbook> from the stub collection; return (rc, output, {host: [roles]})."""
+def site(collection, tmp_path, hosts=("gpu-a", "gpu-b"), host_vars=None, args=(), playbook="site", groups=None):
+    """Run glm53.tensorfold.<playbook> from the stub collection (``groups``: more inventory groups,
+    {name: [hosts]}); return (rc, output, {host: [roles]})."""
     logs = tmp_path / "logs"
     logs.mkdir(exist_ok=True)
+    children = {"gpu_hosts": {"hosts": dict((h, (host_vars or {}).get(h, {})) for h in hosts)}}
+    children.update((name, {"hosts": dict((h, {}) for h in members)}) for name, members in (groups or {}).items())
     inventory = {"all": {"vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
                                   "stub_log_dir": str(logs)},
-                         "children": {"gpu_hosts": {"hosts": dict((h, (host_vars or {}).get(h, {})) for h in hosts)}}}}
+                         "children": children}}
     (tmp_path / "hosts.yml").write_text(json.dumps(inventory))
     rc, output = run_playbook("glm53.tensorfold.%s" % playbook, tmp_path / "hosts.yml", cwd=tmp_path,
                               extra_args=list(args), env={"ANSIBLE_COLLECTIONS_PATH": str(collection)})
@@ -128,6 +131,56 @@ def test_a_tag_runs_its_step_only(collection, tmp_path):
     rc, output, ran = site(collection, tmp_path, args=["--tags", "smoke"])
     assert rc == 0, output
     assert roles(ran["gpu-a"]) == ["smoke_test"], output
+
+
+@pytest.fixture(scope="module")
+def collection_with_bench(tmp_path_factory):
+    """The stub collection with the bench and monitoring stubbed too (they reach boxes and Prometheus)."""
+    return stub_collection.build(tmp_path_factory.mktemp("stub-bench"),
+                                 stubbed=stub_collection.STUBBED + ("fleet_bench", "monitoring"))
+
+
+def test_monitoring_runs_after_the_bench_so_it_reads_this_runs_figures(collection_with_bench, tmp_path):
+    # gpu-a is also the Prometheus host: its log holds the bench, the node exporter and Prometheus in run order.
+    rc, output, ran = site(collection_with_bench, tmp_path, hosts=("gpu-a",), groups={"monitoring": ["gpu-a"]},
+                           args=["--tags", "bench,monitoring"])
+    assert rc == 0, output
+    assert roles(ran["gpu-a"]) == ["fleet_bench", "monitoring:node_exporter", "monitoring"], output
+
+
+def bench_facts(status, per_stream):
+    """A box's stub facts: its smoke test passes and it publishes a bench result (as fleet_bench would)."""
+    return {"stub_facts": {"smoke_test": {
+        "smoke_test_result": {"status": "live", "endpoint": "http://127.0.0.1:8020/v1", "problems": []},
+        "fleet_bench_result": {"kind": "box", "status": status, "url": "http://127.0.0.1:8020",
+                               "cases": {"decode_4": {"per_stream": per_stream, "total": per_stream * 4}}}}}}
+
+
+def baselines(tmp_path):
+    path = tmp_path / "reports" / "bench-baselines.json"
+    return json.loads(path.read_text())["hosts"] if path.exists() else None
+
+
+def test_each_box_keeps_its_last_real_bench_across_runs_that_measure_nothing(collection, tmp_path):
+    # The first run measures gpu-a only: the baselines file holds its figures.
+    rc, output, _ = site(collection, tmp_path, host_vars={"gpu-a": bench_facts("measured", 100.0)}, args=["--tags", "smoke"])
+    assert rc == 0, output
+    assert sorted(baselines(tmp_path)) == ["gpu-a"]
+    assert baselines(tmp_path)["gpu-a"]["cases"]["decode_4"]["per_stream"] == 100.0
+    first = baselines(tmp_path)["gpu-a"]
+    # A run without the bench: the report has no bench, the baselines stay.
+    rc, output, _ = site(collection, tmp_path, args=["--tags", "smoke"])
+    assert rc == 0, output
+    assert "bench" not in json.loads((tmp_path / "reports" / "fleet-report.json").read_text())
+    assert baselines(tmp_path) == {"gpu-a": first}
+    # A check-mode bench (planned, figures made up) changes nothing; a later real one on gpu-b adds it.
+    rc, output, _ = site(collection, tmp_path, host_vars={"gpu-a": bench_facts("planned", 1.0)}, args=["--check", "--tags", "smoke"])
+    assert rc == 0, output
+    assert baselines(tmp_path) == {"gpu-a": first}
+    rc, output, _ = site(collection, tmp_path, host_vars={"gpu-b": bench_facts("measured", 80.0)}, args=["--tags", "smoke"])
+    assert rc == 0, output
+    assert baselines(tmp_path)["gpu-a"] == first
+    assert baselines(tmp_path)["gpu-b"]["cases"]["decode_4"]["per_stream"] == 80.0
 
 
 def test_the_image_tag_validates_the_image_pins_first(collection, tmp_path):

@@ -15,12 +15,23 @@ promtool check config "$OUT/prometheus.yml"
 promtool check rules "$OUT"/rules/*.yml
 cp "$HERE/glm53-alerts.test.yml" "$OUT/"
 promtool test rules "$OUT/glm53-alerts.test.yml"
-# The targets come from the inventory: one per box, the box's own port.
+# The targets come from the inventory: one per box, the box's own port, an IPv6 address in brackets.
 python3 - "$OUT/file_sd" <<'PY'
 import json, sys
 engine = json.load(open(sys.argv[1] + "/glm53-engine.json"))
-assert [t["targets"][0] for t in engine] == ["10.0.0.1:8020", "10.0.0.2:8020", "10.0.0.3:8021"], engine
+assert [t["targets"][0] for t in engine] == ["10.0.0.1:8020", "10.0.0.2:8020", "[fd00::3]:8021"], engine
 assert [t["labels"]["box"] for t in engine] == ["box-a", "box-b", "box-c"], engine
-assert json.load(open(sys.argv[1] + "/glm53-gateway.json"))[0]["targets"] == ["10.0.0.9:8404"]
+node = json.load(open(sys.argv[1] + "/glm53-node.json"))
+assert [t["targets"][0] for t in node] == ["10.0.0.1:9100", "10.0.0.2:9100", "[fd00::3]:9100"], node
+assert json.load(open(sys.argv[1] + "/glm53-gateway.json"))[0]["targets"] == ["[fd00::9]:8404"]
 print("file_sd targets: 3 engines, 3 node exporters, 1 gateway")
+PY
+# The measured speeds: the baselines file's for box-c, the setting's over it for box-a, none for a
+# box the inventory no longer has.
+python3 - "$OUT/rules/glm53-records.yml" <<'PY'
+import sys, yaml
+rules = yaml.safe_load(open(sys.argv[1]))["groups"][0]["rules"]
+measured = dict((r["labels"]["box"], r["expr"]) for r in rules if r.get("record") == "glm53:measured_tokens_per_stream")
+assert measured == {"box-a": "vector(100)", "box-b": "vector(100)", "box-c": "vector(50.0)"}, measured
+print("measured speeds: box-a 100, box-b 100, box-c 50")
 PY

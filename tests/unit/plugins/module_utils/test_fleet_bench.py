@@ -6,6 +6,9 @@ __metaclass__ = type
 import json
 import os
 
+import pytest
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils import fleet_bench
 from ansible_collections.glm53.tensorfold.plugins.module_utils.bench_chart import render
 from ansible_collections.glm53.tensorfold.plugins.module_utils.fleet_bench import (
     RECIPE, aiperf_command, compare, likely_causes, read_aiperf_export)
@@ -88,3 +91,31 @@ def test_report_flags_w_slow_with_causes_and_links_the_picture():
 def test_no_bench_no_section():
     report = build_report({"a": {"fleet_report_reached_end": True}})
     assert "bench" not in report and "bench_lines" not in report
+
+
+def _result(status, per_stream, kind="box"):
+    return {"kind": kind, "status": status, "url": "http://b:8020", "cases": {"decode_4": {"per_stream": per_stream}}}
+
+
+def test_baselines_keep_a_box_not_measured_this_run_and_take_a_measured_ones_figures():
+    previous = {"hosts": {"box-a": {"measured_at": "t0", "url": "http://a:8020", "cases": {"decode_4": {"per_stream": 90.0}}}}}
+    updated = fleet_bench.update_baselines(previous, {"box-a": None, "box-b": _result("measured", 80.0)}, "t1")
+    assert updated["hosts"]["box-a"] == previous["hosts"]["box-a"]
+    assert updated["hosts"]["box-b"] == {"measured_at": "t1", "url": "http://b:8020",
+                                         "cases": {"decode_4": {"per_stream": 80.0}}}
+    assert sorted(previous["hosts"]) == ["box-a"]  # the previous record is left as it was
+
+
+def test_baselines_ignore_a_check_mode_bench_a_box_not_live_and_the_gateway():
+    previous = {"hosts": {"box-a": {"measured_at": "t0", "url": "u", "cases": {"decode_4": {"per_stream": 90.0}}}}}
+    results = {"box-a": _result("planned", 1.0), "box-b": {"kind": "box", "status": "not_live", "url": "u"},
+               "gw": _result("measured", 300.0, kind="gateway")}
+    assert fleet_bench.update_baselines(previous, results, "t1") == previous
+
+
+def test_baselines_are_read_from_their_file_and_a_file_that_is_no_record_is_refused():
+    assert fleet_bench.parse_baselines(None) == {"hosts": {}}
+    assert fleet_bench.parse_baselines('{"hosts": {"box-a": {"cases": {}}}}') == {"hosts": {"box-a": {"cases": {}}}}
+    for text in ('{"hosts": ', '[1]', '{"hosts": {"box-a": 3}}', '{"box-a": {}}'):
+        with pytest.raises(ValueError):
+            fleet_bench.parse_baselines(text)

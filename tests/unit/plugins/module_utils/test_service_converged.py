@@ -72,3 +72,11 @@ def test_read_file(tmp_path):
     assert service_converged.read_file(str(path)) is None
     path.write_bytes(b'{"fingerprint": "ab"}\n')
     assert service_converged.read_file(str(path)) == '{"fingerprint": "ab"}\n'
+
+
+def test_a_record_others_can_read_is_not_converged_and_a_root_only_one_is():
+    # The fingerprint covers the API key's file: a world-readable record lets the key be guessed offline.
+    want, record, on_disk, service = converged_box()
+    differs = service_converged.compare(want, record, FILES, on_disk, service, record_mode=0o644)
+    assert parts(differs) == ["record"] and "readable by others" in differs[0]["what"]
+    assert service_converged.compare(want, record, FILES, on_disk, service, record_mode=0o600) == []

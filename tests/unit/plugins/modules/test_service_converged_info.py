@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 import socket
 
 import pytest
@@ -41,6 +42,7 @@ def converge(run_module, box):
     first = ask(run_module, box)
     with open(box["record"], "w") as handle:
         json.dump({"fingerprint": first["fingerprint"]}, handle)
+    os.chmod(box["record"], 0o600)  # root-only, as the roles write it
     return first
 
 
@@ -50,6 +52,15 @@ def test_without_a_record_it_differs_then_the_record_makes_it_converged(run_modu
     again = ask(run_module, box)
     assert again["converged"] and again["summary"] == "converged" and again["changed"] is False
     assert again["fingerprint"] == first["fingerprint"]
+
+
+def test_a_record_others_can_read_differs_until_a_converge_writes_it_root_only(run_module, box):
+    converge(run_module, box)
+    os.chmod(box["record"], 0o644)  # as an older release left Prometheus' record
+    answer = ask(run_module, box)
+    assert not answer["converged"] and [d["part"] for d in answer["differs"]] == ["record"]
+    os.chmod(box["record"], 0o600)
+    assert ask(run_module, box)["converged"]
 
 
 def test_a_new_backend_an_edited_file_and_a_silent_service_differ(run_module, box, tmp_path):
