@@ -26,6 +26,8 @@ import hashlib
 import json
 import os
 import re
+import shutil
+import tarfile
 
 FORMAT = 1
 MANIFEST = "MANIFEST.json"
@@ -264,16 +266,88 @@ def _remove(path):
         pass
 
 
+def source_files(src):
+    """The item-relative files src brings: a file's own name, or every file of a folder."""
+    return [os.path.basename(src)] if os.path.isfile(src) else list_files(src)
+
+
+def copy_pairs(src, dst):
+    """(source file, target file) for each file src brings into the item folder dst."""
+    if os.path.isfile(src):
+        return [(src, os.path.join(dst, os.path.basename(src)))]
+    return [(os.path.join(src, rel), os.path.join(dst, rel)) for rel in list_files(src)]
+
+
 def copy_tree(src, dst):
     """Copy every file of folder src into dst (resumable per file). Returns (files, bytes) copied."""
-    pairs = ([(src, os.path.join(dst, os.path.basename(src)))] if os.path.isfile(src)
-             else [(os.path.join(src, rel), os.path.join(dst, rel)) for rel in list_files(src)])
     files = total = 0
-    for source, target in pairs:
+    for source, target in copy_pairs(src, dst):
         copied, written = copy_resumable(source, target)
         files += 1 if copied else 0
         total += written
     return files, total
+
+
+def _under(rel, prefixes):
+    return any(rel == p.rstrip("/") or rel.startswith(p.rstrip("/") + "/") for p in prefixes)
+
+
+def prune_plan(present, wanted, keep=(), nested=()):
+    """The files of an item to remove so that it holds only ``wanted`` (what its source brings)
+    and what ``keep`` names (files or folders another step writes, such as weights' files/).
+    Files of items nested in this one (``nested``, relative to it) are theirs, never removed."""
+    wanted = set(wanted)
+    return [rel for rel in present
+            if rel not in wanted and not _under(rel, keep) and not _under(rel, nested)]
+
+
+def nested_items(root, name):
+    """The recorded items inside item ``name``, relative to it (weights/ holding weights/model)."""
+    folder = os.path.join(root, STATE, "items")
+    names = []
+    if os.path.isdir(folder):
+        for entry in sorted(os.listdir(folder)):
+            other = load_json(os.path.join(folder, entry), {}).get("name", "") if entry.endswith(".json") else ""
+            if other.startswith(name + "/"):
+                names.append(other[len(name) + 1:])
+    return names
+
+
+def prune_item(root, name, wanted, keep=(), dry_run=False):
+    """Remove what an earlier build left in the item and its source no longer has (a renamed
+    patch, an older tarball or listing), then the folders that became empty. Returns the removed."""
+    folder = os.path.join(root, name)
+    if not os.path.isdir(folder):
+        return []
+    removed = prune_plan(list_files(folder), wanted, keep, nested_items(root, name))
+    if dry_run:
+        return removed
+    for rel in removed:
+        os.unlink(os.path.join(folder, rel))
+    for here, dirs, files in os.walk(folder, topdown=False):
+        if here != folder and not os.listdir(here):
+            os.rmdir(here)
+    return removed
+
+
+def damaged_files(root, name, record, hasher):
+    """The files of an item's last record whose bytes on disk differ from it (written since it was
+    recorded: a truncated archive, a flipped byte), each ``{"path", "what"}``. A missing file is
+    not damaged: its part makes it again. The sha256 cache spares reading any file not written
+    since it was hashed."""
+    damaged = []
+    folder = os.path.join(root, name)
+    for entry in (record or {}).get("files", []):
+        path = os.path.join(folder, entry["path"])
+        if not os.path.isfile(path):
+            continue
+        size = os.path.getsize(path)
+        if size != entry["size"]:
+            damaged.append({"path": entry["path"], "what": "%s/%s has %d bytes, its record says %d" % (
+                name, entry["path"], size, entry["size"])})
+        elif hasher.sha256(name + "/" + entry["path"]) != entry["sha256"]:
+            damaged.append({"path": entry["path"], "what": "%s/%s sha256 differs from its record" % (name, entry["path"])})
+    return damaged
 
 
 # --- manifest and verification ---------------------------------------------------------------
@@ -281,13 +355,23 @@ def item_record_path(root, name):
     return os.path.join(root, STATE, "items", name.replace("/", "__") + ".json")
 
 
-def assemble_manifest(records, meta=None):
-    """The top manifest from the item records: every item with kind, size, sha256, files, meta."""
+def assemble_manifest(records, meta=None, missing=()):
+    """The top manifest from the item records: every item with kind, size, sha256, files, meta,
+    and the items the bundle should hold but no part has built yet (``missing``)."""
     items = {}
     for record in records:
         items[record["name"]] = dict((k, record[k]) for k in ("kind", "meta", "files", "size", "sha256"))
-    return {"format": FORMAT, "meta": meta or {}, "items": items,
+    return {"format": FORMAT, "meta": meta or {}, "items": items, "missing": sorted(missing),
             "size": sum(i["size"] for i in items.values())}
+
+
+def version_problem(manifest, wanted):
+    """A bundle built by another version of the collection than the one reading it: what is wrong, or None."""
+    built = (manifest.get("meta") or {}).get("collection_version")
+    if not wanted or built == wanted:
+        return None
+    return "the bundle was built by glm53.tensorfold %s, this controller runs %s" % (
+        built or "of an unrecorded version", wanted)
 
 
 def verify_bundle(root, manifest, hasher, names=None):
@@ -298,9 +382,11 @@ def verify_bundle(root, manifest, hasher, names=None):
     """
     problems = []
     items = manifest.get("items", {})
-    for name in (names if names is not None else sorted(items)):
+    if names is None:  # everything the bundle should hold, built or not
+        names = sorted(set(items) | set(manifest.get("missing", [])))
+    for name in names:
         if name not in items:
-            problems.append({"item": name, "what": "%s is not in the bundle's manifest" % name})
+            problems.append({"item": name, "what": "%s is not in the bundle (not built yet)" % name})
             continue
         wrong = []
         folder = os.path.join(root, name)
@@ -346,6 +432,116 @@ def pin_problems(manifest, expected):
             problems.append({"item": name, "what": "%s holds %s %s, the inventory pins %s" % (
                 name, key, meta.get(key, "nothing"), wanted)})
     return problems
+
+
+# --- the collection carried in ----------------------------------------------------------------
+# What the collection consists of in a checkout: what an operator's controller runs and reads.
+# Anything else there (a site's inventory with its vault, editor and VCS files, build output)
+# never reaches the bundle. Only the collection's own example inventories are carried.
+COLLECTION_PARTS = ("galaxy.yml", "README.md", "LICENSE", "CHANGELOG.rst", "meta", "plugins", "roles",
+                    "playbooks", "docs", "changelogs", "files", "templates", "tests/unit", "tests/sanity",
+                    "inventories/example", "inventories/example-airgapped", "inventories/demo")
+# A secret written as a literal (not a Jinja reference to a vault variable), or a vault file.
+_SECRET_RE = re.compile(r"^\s*[\"']?(tensorfold_hf_token|tensorfold_api_key|vault_[A-Za-z0-9_]+)[\"']?\s*[:=]\s*(.*)$")
+_BLOCK_SCALAR = re.compile(r"^[>|][-+0-9]*$")
+SECRET_SCAN_INVENTORIES = "inventories/"  # literals are looked for there; vault files anywhere
+
+
+def _packable(rel):
+    parts = rel.split("/")
+    return not any(p.startswith(".") or p == "__pycache__" for p in parts) and not rel.endswith((".pyc", ".retry"))
+
+
+def collection_members(src):
+    """The files of the collection at ``src`` to pack, and what was left out (top-level names).
+
+    A checkout (galaxy.yml): the files under COLLECTION_PARTS, less hidden files and caches. An
+    installed copy (FILES.json, no galaxy.yml): exactly what FILES.json lists, as it came from
+    its artifact, plus MANIFEST.json and FILES.json themselves.
+    """
+    present = []
+    if os.path.isfile(os.path.join(src, "galaxy.yml")):
+        for part in COLLECTION_PARTS:
+            full = os.path.join(src, part)
+            if os.path.isfile(full) and not os.path.islink(full):
+                present.append(part)
+            elif os.path.isdir(full) and not os.path.islink(full):
+                present.extend(part + "/" + rel for rel in list_files(full))
+        members = sorted(rel for rel in present if _packable(rel))
+        left_out = sorted(set(os.listdir(src)) - set(p.split("/", 1)[0] for p in COLLECTION_PARTS))
+        inventories = os.path.join(src, "inventories")
+        if os.path.isdir(inventories):
+            left_out += sorted("inventories/" + n for n in os.listdir(inventories)
+                               if "inventories/" + n not in COLLECTION_PARTS)
+        return members, left_out
+    listing = load_json(os.path.join(src, "FILES.json"), None)
+    if listing is None:
+        raise BundleError("collection: %s holds neither galaxy.yml (a checkout) nor FILES.json (an installed copy)" % src,
+                          ["collection"])
+    members = sorted(set(f["name"] for f in listing.get("files", []) if f.get("ftype") == "file")
+                     | set(["MANIFEST.json", "FILES.json"]))
+    lacking = [m for m in members if not os.path.isfile(os.path.join(src, m))]
+    if lacking:
+        raise BundleError("collection: the installed copy %s lacks %s, which its FILES.json lists" % (src, ", ".join(lacking[:5])),
+                          ["collection"])
+    return members, sorted(set(list_files(src)) - set(members))
+
+
+def secret_problems(src, members):
+    """Members that would carry a secret: a vault file, or in an inventory a literal
+    tensorfold_hf_token, tensorfold_api_key or vault_* value (an example inventory edited in
+    place). 'path:line' each, never the value."""
+    found = []
+    for rel in members:
+        try:
+            with open(os.path.join(src, rel), "rb") as handle:
+                text = handle.read(READ_BLOCK).decode("utf-8", "replace")
+        except OSError:
+            continue
+        if text.startswith("$ANSIBLE_VAULT;"):
+            found.append("%s (a vault file)" % rel)
+            continue
+        if not rel.startswith(SECRET_SCAN_INVENTORIES):
+            continue
+        lines = text.splitlines()
+        for number, line in enumerate(lines, 1):
+            match = _SECRET_RE.match(line)
+            if not match:
+                continue
+            value = match.group(2).split(" #")[0].strip()
+            if _BLOCK_SCALAR.match(value):
+                value = next((ln.strip() for ln in lines[number:] if ln.strip()), "")
+            if value.strip("\"'") and "{{" not in value:
+                found.append("%s:%d (%s)" % (rel, number, match.group(1)))
+    return found
+
+
+def stage_collection(src, members, work):
+    """Copy only the members into a fresh folder ``work``, from which the artifact is built."""
+    if os.path.isdir(work):
+        shutil.rmtree(work)
+    for rel in members:
+        target = os.path.join(work, rel)
+        if not os.path.isdir(os.path.dirname(target)):
+            os.makedirs(os.path.dirname(target), 0o755)
+        shutil.copy2(os.path.join(src, rel), target)
+
+
+def pack_installed(work, members, out):
+    """The artifact of an installed copy: its members at the archive's top, as Galaxy's are."""
+    with tarfile.open(out, "w:gz") as archive:
+        for rel in members:
+            archive.add(os.path.join(work, rel), arcname=rel, recursive=False)
+
+
+def pip_download_files(output):
+    """The files ``pip download`` reported for the requirements, saved or already there (names)."""
+    names = []
+    for line in output.splitlines():
+        match = re.match(r"^\s*(?:Saved|File was already downloaded)\s+(\S.*?)\s*$", line)
+        if match:
+            names.append(os.path.basename(match.group(1)))
+    return sorted(set(names))
 
 
 # --- an apt repository carried in ------------------------------------------------------------

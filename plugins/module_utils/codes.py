@@ -48,6 +48,8 @@ CODES = {
     "W_STREAMS": ("warning", "Fewer streams came up than tensorfold_parallel asked; lower tensorfold_context or free memory."),
     "W_RESTARTS": ("warning", "Docker restarted the engine container after its ranks ended; read rank0.log and rank1.log of logs/current."),
     "E_BUNDLE": ("error", "Build the bundle again where the Internet is (playbooks/bundle.yml resumes), or carry in the item named."),
+    "E_BUNDLE_VERSION": ("error", "Install the collection the bundle carries (ansible-galaxy collection install --force"
+                                  " BUNDLE/collection/glm53-tensorfold-VERSION.tar.gz), or build the bundle again with this version."),
     "W_SLOW": ("warning", "Compare the box with the others: its host checks' warnings, power limits, driver and peer-to-peer."),
     "W_BASELINES": ("warning", "Fix the file or delete it: the next bench writes it afresh."),
     "W_LICENSE": ("warning", "DFlash2 is non-commercial: for commercial use set tensorfold_drafter to mtp or none."),

@@ -79,6 +79,11 @@ packages:
   description: Per architecture, the packages carried (name, filename, size, sha256).
   returned: success
   type: dict
+files:
+  description: Every file the repository carried in holds now (paths under I(dest)); anything else there is left from an earlier build.
+  returned: success
+  type: list
+  elements: str
 """
 
 import hashlib
@@ -133,7 +138,7 @@ def main():
         ),
     )
     p = module.params
-    fetched, carried = [], {}
+    fetched, carried, files = [], {}, ["gpgkey"]
     try:
         if put(os.path.join(p["dest"], "gpgkey"), fetch(p["gpg_key_url"], p["timeout"])):
             fetched.append("gpgkey")
@@ -145,6 +150,7 @@ def main():
                 data = fetch(base + "/" + name, p["timeout"], optional=name in INDEX_OPTIONAL)
                 if data is not None:
                     index[name] = data
+                    files.append("deb/%s/%s" % (arch, name))
                     if put(os.path.join(folder, name), data):
                         fetched.append("deb/%s/%s" % (arch, name))
             chosen = bundle.select_packages(bundle.parse_packages(index["Packages"].decode("utf-8")),
@@ -152,6 +158,7 @@ def main():
             for pkg in chosen:
                 rel = os.path.normpath(pkg["filename"])
                 target = os.path.join(folder, rel)
+                files.append("deb/%s/%s" % (arch, rel.replace(os.sep, "/")))
                 if os.path.isfile(target) and bundle.file_sha256(target) == pkg["sha256"]:
                     continue
                 data = fetch(base + "/" + rel.replace(os.sep, "/"), p["timeout"])
@@ -164,7 +171,7 @@ def main():
         module.fail_json(msg=problem("E_BUNDLE", "localhost", getattr(err, "what", str(err)),
                                      "Check the repository URL, the pinned version and the connection; run again."),
                          code="E_BUNDLE", fetched=fetched)
-    module.exit_json(changed=bool(fetched), fetched=fetched, packages=carried)
+    module.exit_json(changed=bool(fetched), fetched=fetched, packages=carried, files=files)
 
 
 if __name__ == "__main__":

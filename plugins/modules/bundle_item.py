@@ -40,10 +40,32 @@ options:
     description: What the item holds (repository and revision, image id and tag, version...), kept in the manifest.
     type: dict
     default: {}
+  prune:
+    description:
+      - Make the item hold exactly what I(src) brings and what I(keep) names; any other file an
+        earlier build left there (a patch renamed in its series, an older tarball or listing) is
+        removed before the item is recorded.
+    type: bool
+    default: false
+  keep:
+    description: With I(prune), the files or folders of the item (relative to it) that stay though I(src) does not bring them.
+    type: list
+    elements: str
+    default: []
+  state:
+    description:
+      - C(present) copies I(src), prunes and records the item.
+      - C(checked) compares the item's files with its last record and removes each one whose bytes
+        differ (written since it was recorded, such as a truncated archive), so that the part which
+        makes the item makes it again; it records nothing. Run before the part, which otherwise
+        finds the file there and keeps it.
+    type: str
+    choices: [present, checked]
+    default: present
 attributes:
   check_mode:
     support: full
-    description: Reports whether the item would change; writes nothing.
+    description: Reports whether the item would change (or, with C(state=checked), which files are damaged); writes nothing.
 """
 
 EXAMPLES = r"""
@@ -73,6 +95,16 @@ hashed_bytes:
   description: Bytes read to compute checksums (0 when no file was written since it was hashed).
   returned: always
   type: int
+removed:
+  description: Files removed from the item (by I(prune), or damaged ones with C(state=checked)).
+  returned: always
+  type: list
+  elements: str
+damaged:
+  description: With C(state=checked), each file whose bytes differ from the item's last record, and how.
+  returned: always
+  type: list
+  elements: str
 """
 
 import os
@@ -83,6 +115,24 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils import bundle
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
 
 
+def check(module, root, name, host):
+    """state=checked: remove the files written since the item was recorded."""
+    hasher = bundle.Hasher(root)
+    damaged, removed = [], []
+    try:
+        record = bundle.load_json(bundle.item_record_path(root, name), None)
+        found = bundle.damaged_files(root, name, record, hasher)
+        damaged, removed = [f["what"] for f in found], [f["path"] for f in found]
+        if not module.check_mode:
+            for rel in removed:
+                os.unlink(os.path.join(root, name, rel))
+            hasher.save()
+    except (bundle.BundleError, OSError) as err:
+        module.fail_json(msg=problem("E_BUNDLE", host, getattr(err, "what", str(err))), code="E_BUNDLE")
+    module.exit_json(changed=bool(damaged), damaged=damaged, removed=removed, copied_files=0, copied_bytes=0,
+                     hashed_bytes=hasher.bytes_read)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=bundle.module_args(
@@ -90,6 +140,9 @@ def main():
             kind=dict(type="str", required=True),
             src=dict(type="path"),
             meta=dict(type="dict", default={}),
+            prune=dict(type="bool", default=False),
+            keep=dict(type="list", elements="str", default=[]),
+            state=dict(type="str", choices=["present", "checked"], default="present"),
         ),
         supports_check_mode=True,
     )
@@ -97,28 +150,38 @@ def main():
     host = params["host_label"] or "localhost"
     root, name = params["root"], params["name"]
     copied_files = copied_bytes = 0
+    removed = []
     try:
         bundle.check_item_name(name)
+        if params["state"] == "checked":
+            check(module, root, name, host)
         folder = os.path.join(root, name)
-        if params["src"]:
-            if not os.path.exists(params["src"]):
-                raise bundle.BundleError("%s: the source %s does not exist" % (name, params["src"]), [name])
-            if module.check_mode:
-                target = os.path.join(folder, os.path.basename(params["src"])) if os.path.isfile(params["src"]) else folder
-                same = os.path.isfile(params["src"]) and bundle.same_file(params["src"], target)
-                module.exit_json(changed=not same, copied_files=0, copied_bytes=0, hashed_bytes=0)
-            copied_files, copied_bytes = bundle.copy_tree(params["src"], folder)
+        src = params["src"]
+        if src and not os.path.exists(src):
+            raise bundle.BundleError("%s: the source %s does not exist" % (name, src), [name])
+        wanted = bundle.source_files(src) if src else []
+        if params["prune"] and not wanted and not params["keep"]:
+            raise bundle.BundleError("%s: pruning with neither a source nor files to keep would empty the item" % name, [name])
+        if module.check_mode:
+            same = all(bundle.same_file(s, t) for s, t in bundle.copy_pairs(src, folder)) if src else True
+            removed = bundle.prune_item(root, name, wanted, params["keep"], dry_run=True) if params["prune"] else []
+            if not same or removed:
+                module.exit_json(changed=True, removed=removed, damaged=[], copied_files=0, copied_bytes=0, hashed_bytes=0)
+        elif src:
+            copied_files, copied_bytes = bundle.copy_tree(src, folder)
+        if params["prune"] and not module.check_mode:
+            removed = bundle.prune_item(root, name, wanted, params["keep"])
         hasher = bundle.Hasher(root)
         record = bundle.describe_item(root, name, params["kind"], params["meta"], hasher)
     except (bundle.BundleError, OSError) as err:
         module.fail_json(msg=problem("E_BUNDLE", host, getattr(err, "what", str(err))), code="E_BUNDLE")
     path = bundle.item_record_path(root, name)
-    changed = copied_files > 0 or bundle.load_json(path, None) != record
+    changed = copied_files > 0 or bool(removed) or bundle.load_json(path, None) != record
     if not module.check_mode:
         bundle.write_json_if_changed(path, record)
         hasher.save(keep_prefixes=[name])
     module.exit_json(changed=changed, item=record, copied_files=copied_files, copied_bytes=copied_bytes,
-                     hashed_bytes=hasher.bytes_read)
+                     hashed_bytes=hasher.bytes_read, removed=removed, damaged=[])
 
 
 if __name__ == "__main__":

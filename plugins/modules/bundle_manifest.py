@@ -28,7 +28,10 @@ options:
     elements: str
     required: true
   allow_missing:
-    description: Write the manifest of the items recorded so far and return the others in C(missing) (a build in parts).
+    description:
+      - Write the manifest of the items recorded so far and return the others in C(missing) (a build in parts).
+      - The manifest names them too (its C(missing) list), so M(glm53.tensorfold.bundle_verify) refuses the
+        bundle until they are built.
     type: bool
     default: false
   meta:
@@ -94,7 +97,7 @@ def main():
         module.fail_json(msg=problem("E_BUNDLE", host, "the bundle %s lacks %s (not built yet)" % (root, ", ".join(missing)),
                                      "Run playbooks/bundle.yml again: it resumes where it stopped."),
                          code="E_BUNDLE", missing=missing)
-    manifest = bundle.assemble_manifest(records, module.params["meta"])
+    manifest = bundle.assemble_manifest(records, module.params["meta"], missing)
     path = os.path.join(root, bundle.MANIFEST)
     changed = bundle.load_json(path, None) != manifest
     if changed and not module.check_mode:

@@ -26,7 +26,9 @@ extends_documentation_fragment:
   - glm53.tensorfold.bundle
 options:
   items:
-    description: The items to check; all the manifest lists when empty. An item not in the manifest is a problem.
+    description:
+      - The items to check; when empty, all the manifest lists, built or named as not built yet.
+        An item not built is a problem.
     type: list
     elements: str
     default: []
@@ -34,6 +36,12 @@ options:
     description: Per item, the C(meta) values the inventory expects, such as C(revision) of C(weights/model).
     type: dict
     default: {}
+  collection_version:
+    description:
+      - The version of the collection reading the bundle. A bundle whose manifest records another
+        version (or none) fails with C(E_BUNDLE_VERSION) (with I(fail_on_problem=false) it is
+        returned in C(version_problem)).
+    type: str
   rehash:
     description: Read every file again instead of trusting the cache of files not written since.
     type: bool
@@ -64,6 +72,10 @@ manifest:
   description: Per item of the manifest, its kind, size, sha256 and meta (no file lists).
   returned: when the manifest could be read
   type: dict
+version_problem:
+  description: The bundle was built by another version of the collection than I(collection_version) (what is wrong), else null.
+  returned: always
+  type: str
 checked_items:
   description: The items checked.
   returned: always
@@ -88,6 +100,7 @@ def main():
         argument_spec=bundle.module_args(
             items=dict(type="list", elements="str", default=[]),
             pins=dict(type="dict", default={}),
+            collection_version=dict(type="str"),
             rehash=dict(type="bool", default=True),
             fail_on_problem=dict(type="bool", default=True),
         ),
@@ -98,11 +111,13 @@ def main():
     host = params["host_label"] or "localhost"
     manifest = bundle.load_json(os.path.join(root, bundle.MANIFEST), None)
     hasher = bundle.Hasher(root, use_cache=not params["rehash"])
+    version_problem = None
     if manifest is None or manifest.get("format") != bundle.FORMAT:
         problems = [{"item": bundle.MANIFEST, "what": "%s has no readable %s (format %d)" % (root, bundle.MANIFEST, bundle.FORMAT)}]
         summary, names = None, []
     else:
-        names = params["items"] or sorted(manifest.get("items", {}))
+        version_problem = bundle.version_problem(manifest, params["collection_version"])
+        names = params["items"] or sorted(set(manifest.get("items", {})) | set(manifest.get("missing", [])))
         problems = bundle.verify_bundle(root, manifest, hasher, names)
         problems += bundle.pin_problems(manifest, params["pins"])
         summary = dict((name, dict((k, item[k]) for k in ("kind", "size", "sha256", "meta")))
@@ -112,9 +127,12 @@ def main():
             hasher.save()
         except OSError:
             pass  # a bundle on read-only media is checked all the same, only not remembered
-    result = dict(changed=False, problems=problems, checked_items=names, hashed_bytes=hasher.bytes_read)
+    result = dict(changed=False, problems=problems, checked_items=names, hashed_bytes=hasher.bytes_read,
+                  version_problem=version_problem)
     if summary is not None:
         result["manifest"] = summary
+    if version_problem and params["fail_on_problem"]:
+        module.fail_json(msg=problem("E_BUNDLE_VERSION", host, "%s: %s" % (root, version_problem)), code="E_BUNDLE_VERSION", **result)
     if problems and params["fail_on_problem"]:
         module.fail_json(msg=problem("E_BUNDLE", host, "the bundle %s is not usable: %s" % (
             root, " | ".join(p["what"] for p in problems))), code="E_BUNDLE", **result)

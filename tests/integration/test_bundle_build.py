@@ -104,6 +104,13 @@ def test_build_rebuild_verify_corrupt_repair(site):
     debs = sorted(f["path"] for f in items["toolkit"]["files"] if f["path"].endswith(".deb"))
     assert debs and all("1.18.2-1" in d for d in debs)  # only the pinned version
     assert "not built yet: image, image-series" in out, out[out.find("Show the bundle"):][:600]
+    assert manifest["missing"] == ["image", "image-series"]
+    assert manifest["meta"]["collection_version"] == items["collection"]["meta"]["version"]
+    tarball = items["collection"]["files"][0]["path"]
+    names = subprocess.run(["tar", "-tzf", os.path.join(site["bundle"], "collection", tarball)], stdout=subprocess.PIPE,
+                           universal_newlines=True, check=True).stdout.split()
+    assert "roles/bundle/tasks/build.yml" in names and "MANIFEST.json" in names
+    assert not [n for n in names if n.split("/")[0] in (".gitignore", "ansible.cfg", ".venv", ".cache", "molecule", "scripts")]
 
     shard = sorted(f["path"] for f in items["weights/model"]["files"] if f["path"].endswith(".safetensors"))[0]
     path = os.path.join(site["bundle"], "weights", "model", shard)
@@ -118,16 +125,21 @@ def test_build_rebuild_verify_corrupt_repair(site):
 
     rc, changed, out, took = bundle_yml(site, "--tags", "weights")
     assert rc == 0 and changed > 0, out[-3000:]
+    # Repaired, but built without the image part: verify names what is not built, and only that.
     rc, changed, out, took = bundle_yml(site, "--tags", "verify")
-    assert rc == 0 and "every file of" in out, out[-3000:]
+    assert rc != 0 and "image is not in the bundle (not built yet)" in out, out[-3000:]
+    assert "image-series is not in the bundle (not built yet)" in out and "sha256 differs" not in out, out[-3000:]
     print("verify after the repair: %.1f s" % took)
 
     # The whole build again, now with the tarball: the tarball is its only change, and a complete
     # pinned snapshot asks the Hub nothing. (The same build without the tarball, changed=0, is
     # the airgapped scenario's second build, with the image part too.)
+    # The bundle folder named with a trailing / (as shells complete it): the tarball still goes beside it.
     asked = hub_requests(site)
-    rc, changed, out, took = bundle_yml(site, "--skip-tags", "image", "-e", "bundle_tarball=true")
+    rc, changed, out, took = bundle_yml(site, "--skip-tags", "image", "-e", "bundle_tarball=true",
+                                        "-e", "tensorfold_bundle=%s/" % site["bundle"])
     assert rc == 0 and changed == 1, out[-3000:]
+    assert not os.path.exists(os.path.join(site["bundle"], ".tar"))
     assert hub_requests(site) == asked
     print("second build, with the tarball: changed=1, 0 Hub requests, %.1f s" % took)
     names = subprocess.run(["tar", "-tf", site["bundle"] + ".tar"], stdout=subprocess.PIPE, universal_newlines=True,

@@ -190,3 +190,134 @@ def test_packages_index_refuses_paths_outside_the_repository():
     stanzas = bundle.parse_packages("Package: p\nVersion: 1\nArchitecture: all\nFilename: ../../etc/x.deb\n")
     with pytest.raises(bundle.BundleError):
         bundle.select_packages(stanzas, ["p"], "1", "amd64")
+
+
+# --- what the collection carries into the bundle ----------------------------------------------
+def make_checkout(root):
+    files = {
+        "galaxy.yml": b"namespace: glm53\nname: tensorfold\nversion: 0.1.0\n",
+        "README.md": b"readme", "LICENSE": b"license", ".gitignore": b"/.venv\n",
+        "roles/r/tasks/main.yml": b"---\n", "plugins/modules/m.py": b"#",
+        "plugins/modules/__pycache__/m.cpython-312.pyc": b"\0",
+        "inventories/example/group_vars/all.yml": b'# tensorfold_hf_token: "{{ vault_tensorfold_hf_token }}"\n',
+        "inventories/mysite/group_vars/vault.yml": b"$ANSIBLE_VAULT;1.1;AES256\n6162\n",
+        "mysite/group_vars/all.yml": b"tensorfold_hf_token: hf_site_secret\n",
+        "molecule/default/molecule.yml": b"---\n", "tests/standins/x.py": b"#", "tests/unit/test_x.py": b"#",
+    }
+    for rel, data in files.items():
+        write(os.path.join(root, rel), data)
+
+
+def test_collection_members_leave_a_site_inventory_and_dotfiles_out(tmp_path):
+    src = str(tmp_path)
+    make_checkout(src)
+    members, left_out = bundle.collection_members(src)
+    assert members == ["LICENSE", "README.md", "galaxy.yml", "inventories/example/group_vars/all.yml",
+                       "plugins/modules/m.py", "roles/r/tasks/main.yml", "tests/unit/test_x.py"]
+    assert "mysite" in left_out and "inventories/mysite" in left_out and ".gitignore" in left_out
+    assert bundle.secret_problems(src, members) == []
+
+
+def test_installed_copy_packs_exactly_what_its_files_json_lists(tmp_path):
+    src = str(tmp_path)
+    write(os.path.join(src, "MANIFEST.json"), b"{}")
+    write(os.path.join(src, "FILES.json"), b'{"files": [{"name": ".", "ftype": "dir"}, {"name": "roles/r/main.yml", "ftype": "file"}]}')
+    write(os.path.join(src, "roles/r/main.yml"), b"---\n")
+    write(os.path.join(src, "inventories/mysite/group_vars/all.yml"), b"tensorfold_api_key: k\n")
+    members, left_out = bundle.collection_members(src)
+    assert members == ["FILES.json", "MANIFEST.json", "roles/r/main.yml"]
+    assert left_out == ["inventories/mysite/group_vars/all.yml"]
+    os.unlink(os.path.join(src, "roles/r/main.yml"))
+    with pytest.raises(bundle.BundleError):
+        bundle.collection_members(src)
+
+
+def test_a_literal_secret_or_a_vault_file_in_a_packed_file_is_named_never_its_value(tmp_path):
+    src = str(tmp_path)
+    write(os.path.join(src, "inventories/example/group_vars/all.yml"), (
+        b'tensorfold_api_key: "{{ vault_tensorfold_api_key }}"\n'
+        b"tensorfold_hf_token: hf_abcdef  # mine\n"
+        b"# tensorfold_hf_token: hf_commented\n"
+        b'tensorfold_hf_token: ""\n'
+        b"all:\n  vars:\n    tensorfold_api_key: >-\n      {{ lookup('file', 'key') }}\n"
+        b"    vault_tensorfold_api_key: |\n      sk-literal\n"))
+    write(os.path.join(src, "inventories/example/group_vars/vault.yml"), b"$ANSIBLE_VAULT;1.1;AES256\n31\n")
+    write(os.path.join(src, "docs/examples/vault.yml.example"), b'vault_tensorfold_hf_token: "hf_REPLACE_ME"\n')
+    write(os.path.join(src, "tests/unit/test_x.py"), b'SETTINGS = {"tensorfold_api_key": "k"}\n')
+    write(os.path.join(src, "roles/r/vars/vault.yml"), b"$ANSIBLE_VAULT;1.1;AES256\n31\n")
+    members = ["docs/examples/vault.yml.example", "inventories/example/group_vars/all.yml",
+               "inventories/example/group_vars/vault.yml", "roles/r/vars/vault.yml", "tests/unit/test_x.py"]
+    found = bundle.secret_problems(src, members)
+    assert found == ["inventories/example/group_vars/all.yml:2 (tensorfold_hf_token)",
+                     "inventories/example/group_vars/all.yml:9 (vault_tensorfold_api_key)",
+                     "inventories/example/group_vars/vault.yml (a vault file)", "roles/r/vars/vault.yml (a vault file)"]
+    assert not any("hf_abcdef" in f or "sk-literal" in f for f in found)
+
+
+# --- an item matches its source; a damaged file is not recorded as correct ------------------
+def test_prune_leaves_only_what_the_source_brings_and_what_is_kept(tmp_path):
+    root = str(tmp_path)
+    series = str(tmp_path / "series")
+    write(os.path.join(series, "0001-a.patch"), b"a")
+    write(os.path.join(series, "0002-old-name.patch"), b"b")
+    bundle.copy_tree(series, os.path.join(root, "image-series"))
+    os.rename(os.path.join(series, "0002-old-name.patch"), os.path.join(series, "0002-new-name.patch"))
+    bundle.copy_tree(series, os.path.join(root, "image-series"))
+    wanted = bundle.source_files(series)
+    assert bundle.prune_item(root, "image-series", wanted, dry_run=True) == ["0002-old-name.patch"]
+    assert bundle.prune_item(root, "image-series", wanted) == ["0002-old-name.patch"]
+    assert bundle.list_files(os.path.join(root, "image-series")) == ["0001-a.patch", "0002-new-name.patch"]
+    # weights: the listing comes from src, files/ from hf_snapshot; an older listing goes
+    for rel in ("files/a.safetensors", "files/sub/b.json", "listing-%s.json" % ("a" * 40), "listing-%s.json" % ("b" * 40)):
+        write(os.path.join(root, "weights/model", rel), b"x")
+    removed = bundle.prune_item(root, "weights/model", ["listing-%s.json" % ("b" * 40)], keep=["files"])
+    assert removed == ["listing-%s.json" % ("a" * 40)]
+
+
+def test_prune_spares_items_nested_in_the_item(tmp_path):
+    root = str(tmp_path)
+    make_item(root, "image", {"image.tar": b"t"})
+    make_item(root, "image/patch-series", {"0001-a.patch": b"p"})
+    bundle.write_json_if_changed(bundle.item_record_path(root, "image/patch-series"), {"name": "image/patch-series"})
+    write(os.path.join(root, "image/old.tar"), b"o")
+    assert bundle.prune_item(root, "image", ["image.tar"]) == ["old.tar"]
+    assert os.path.isfile(os.path.join(root, "image/patch-series/0001-a.patch"))
+
+
+def test_a_file_damaged_since_its_record_is_named_and_an_intact_one_is_not_read(tmp_path):
+    root = str(tmp_path)
+    record = make_item(root, "image", {"image.tar": b"t" * 1000, "ok.json": b"{}"})
+    hasher = bundle.Hasher(root)
+    assert bundle.damaged_files(root, "image", record, hasher) == [] and hasher.bytes_read == 0
+    with open(os.path.join(root, "image/image.tar"), "r+b") as handle:
+        handle.truncate(400)
+    found = bundle.damaged_files(root, "image", record, bundle.Hasher(root))
+    assert found == [{"path": "image.tar", "what": "image/image.tar has 400 bytes, its record says 1000"}]
+    write(os.path.join(root, "image/image.tar"), b"u" + b"t" * 999)  # same size, other bytes
+    assert "sha256 differs" in bundle.damaged_files(root, "image", record, bundle.Hasher(root))[0]["what"]
+    os.unlink(os.path.join(root, "image/image.tar"))  # missing: its part makes it again
+    assert bundle.damaged_files(root, "image", record, bundle.Hasher(root)) == []
+
+
+# --- a complete bundle, of this version ---------------------------------------------------------
+def test_items_not_built_yet_are_in_the_manifest_and_refused_by_verify(tmp_path):
+    root = str(tmp_path)
+    manifest = bundle.assemble_manifest([make_item(root, "image", {"image.tar": b"t"})], missing=["weights/model"])
+    assert manifest["missing"] == ["weights/model"]
+    problems = bundle.verify_bundle(root, manifest, bundle.Hasher(root))
+    assert [p["item"] for p in problems] == ["weights/model"] and "not built yet" in problems[0]["what"]
+
+
+def test_a_bundle_of_another_collection_version_is_named():
+    assert bundle.version_problem({"meta": {"collection_version": "0.1.0"}}, "0.1.0") is None
+    assert "built by glm53.tensorfold 0.0.9, this controller runs 0.1.0" in bundle.version_problem(
+        {"meta": {"collection_version": "0.0.9"}}, "0.1.0")
+    assert "unrecorded version" in bundle.version_problem({"meta": {}}, "0.1.0")
+
+
+def test_pip_download_output_names_saved_and_already_downloaded_files():
+    out = ("Collecting six==1.16.0\n  File was already downloaded /b/python/wheels/six-1.16.0-py2.py3-none-any.whl\n"
+           "Collecting ansible-core\n  Downloading ansible_core-2.19.14-py3-none-any.whl (2 MB)\n"
+           "Saved ./b/python/wheels/ansible_core-2.19.14-py3-none-any.whl\n"
+           "Successfully downloaded six ansible-core\n")
+    assert bundle.pip_download_files(out) == ["ansible_core-2.19.14-py3-none-any.whl", "six-1.16.0-py2.py3-none-any.whl"]

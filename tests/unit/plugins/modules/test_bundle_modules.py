@@ -5,12 +5,13 @@ __metaclass__ = type
 
 import json
 import os
+import tarfile
 
 import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.glm53.tensorfold.plugins.modules import bundle_item, bundle_manifest, bundle_verify
+from ansible_collections.glm53.tensorfold.plugins.modules import bundle_collection, bundle_item, bundle_manifest, bundle_verify
 
 
 def run(module, args, capsys):
@@ -58,3 +59,82 @@ def test_manifest_names_items_not_built_yet(tmp_path, capsys):
 def test_verify_without_manifest(tmp_path, capsys):
     result = run(bundle_verify, {"root": str(tmp_path), "fail_on_problem": False}, capsys)
     assert result["problems"][0]["item"] == "MANIFEST.json"
+
+
+def test_a_damaged_image_archive_is_dropped_not_recorded_and_the_next_save_restores_it(tmp_path, capsys):
+    saved = tmp_path / "image.tar"
+    saved.write_bytes(b"i" * 8192)
+    root = str(tmp_path / "bundle")
+    item = {"root": root, "name": "image", "kind": "image", "meta": {"id": "sha256:1"}}
+    good = run(bundle_item, dict(item, src=str(saved)), capsys)["item"]
+    with open(os.path.join(root, "image/image.tar"), "r+b") as handle:
+        handle.truncate(1000)
+    checked = run(bundle_item, dict(item, state="checked", _ansible_check_mode=True), capsys)
+    assert checked["changed"] and checked["damaged"] == ["image/image.tar has 1000 bytes, its record says 8192"]
+    assert os.path.getsize(os.path.join(root, "image/image.tar")) == 1000  # check mode: only named
+    checked = run(bundle_item, dict(item, state="checked"), capsys)
+    assert checked["removed"] == ["image.tar"] and not os.path.exists(os.path.join(root, "image/image.tar"))
+    again = run(bundle_item, dict(item, src=str(saved)), capsys)  # the part saves it again
+    assert again["item"] == good
+    assert not run(bundle_item, dict(item, state="checked"), capsys)["changed"]
+
+
+def test_an_item_keeps_only_what_its_source_brings(tmp_path, capsys):
+    series = tmp_path / "series"
+    series.mkdir()
+    (series / "0001-a.patch").write_bytes(b"a")
+    (series / "0002-b.patch").write_bytes(b"b")
+    root = str(tmp_path / "bundle")
+    item = {"root": root, "name": "image-series", "kind": "inputs", "src": str(series), "prune": True}
+    run(bundle_item, item, capsys)
+    (series / "0002-b.patch").rename(series / "0002-b-renamed.patch")
+    planned = run(bundle_item, dict(item, _ansible_check_mode=True), capsys)
+    assert planned["changed"] and planned["removed"] == ["0002-b.patch"]
+    result = run(bundle_item, item, capsys)
+    assert [f["path"] for f in result["item"]["files"]] == ["0001-a.patch", "0002-b-renamed.patch"]
+    assert not run(bundle_item, item, capsys)["changed"]
+    assert not run(bundle_item, dict(item, _ansible_check_mode=True), capsys)["changed"]
+    # an older collection tarball goes; only the named one stays
+    os.makedirs(os.path.join(root, "collection"))
+    for version in ("0.0.9", "0.1.0"):
+        with open(os.path.join(root, "collection", "glm53-tensorfold-%s.tar.gz" % version), "wb") as handle:
+            handle.write(version.encode())
+    kept = run(bundle_item, {"root": root, "name": "collection", "kind": "collection", "prune": True,
+                             "keep": ["glm53-tensorfold-0.1.0.tar.gz"]}, capsys)
+    assert [f["path"] for f in kept["item"]["files"]] == ["glm53-tensorfold-0.1.0.tar.gz"]
+
+
+def test_verify_refuses_a_bundle_built_in_parts_and_one_of_another_version(tmp_path, capsys):
+    root = str(tmp_path)
+    (tmp_path / "image").mkdir()
+    (tmp_path / "image" / "image.tar").write_bytes(b"t")
+    run(bundle_item, {"root": root, "name": "image", "kind": "image"}, capsys)
+    partial = run(bundle_manifest, {"root": root, "items": ["image", "weights/model"], "allow_missing": True,
+                                    "meta": {"collection_version": "0.1.0"}}, capsys)
+    assert partial["missing"] == ["weights/model"]
+    bad = run(bundle_verify, {"root": root}, capsys)  # --tags verify with no items named
+    assert bad["failed"] and bad["code"] == "E_BUNDLE" and "weights/model is not in the bundle (not built yet)" in bad["msg"]
+    other = run(bundle_verify, {"root": root, "items": ["image"], "collection_version": "0.2.0"}, capsys)
+    assert other["failed"] and other["code"] == "E_BUNDLE_VERSION"
+    assert "built by glm53.tensorfold 0.1.0, this controller runs 0.2.0" in other["msg"]
+    assert "ansible-galaxy collection install" in other["msg"]
+    same = run(bundle_verify, {"root": root, "items": ["image"], "collection_version": "0.1.0"}, capsys)
+    assert same["problems"] == [] and same["version_problem"] is None
+
+
+def test_an_installed_copy_is_packed_as_its_files_json_lists_and_a_vault_file_is_refused(tmp_path, capsys):
+    src = tmp_path / "installed"
+    files = {"MANIFEST.json": "{}", "roles/r/tasks/main.yml": "---\n",
+             "FILES.json": json.dumps({"files": [{"name": "roles/r/tasks/main.yml", "ftype": "file"}]}),
+             "inventories/mysite/group_vars/all.yml": "tensorfold_hf_token: hf_site_secret\n"}
+    for rel, text in files.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(text)
+    root = str(tmp_path / "bundle")
+    packed = run(bundle_collection, {"root": root, "src": str(src), "version": "0.1.0"}, capsys)
+    assert packed["left_out"] == ["inventories/mysite/group_vars/all.yml"]
+    with tarfile.open(os.path.join(root, "collection", packed["tarball"])) as archive:
+        assert sorted(archive.getnames()) == ["FILES.json", "MANIFEST.json", "roles/r/tasks/main.yml"]
+    (src / "roles/r/tasks/main.yml").write_text("$ANSIBLE_VAULT;1.1;AES256\n31\n")
+    refused = run(bundle_collection, {"root": root, "src": str(src), "version": "0.2.0"}, capsys)
+    assert refused["failed"] and "roles/r/tasks/main.yml (a vault file)" in refused["msg"]
