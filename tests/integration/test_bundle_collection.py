@@ -4,13 +4,17 @@ holds only Ansible's module_utils): a checkout's stray site inventory never reac
 
 import json
 import os
+import sys
 import tarfile
 
 import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.glm53.tensorfold.plugins.modules import bundle_collection
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, ".cache", "collections"))
+
+from ansible_collections.glm53.tensorfold.plugins.modules import bundle_collection  # noqa: E402
 
 
 def run(module, args, capsys):
