@@ -42,7 +42,8 @@ class ActionModule(ControllerAction):
         if resources is None or gpu_info is None:
             raise AnsibleActionFail("gpu_host_verdict: host_resources (with gpus), or resources and gpu_info, "
                                     "are required to judge a host")
-        verdict = host_checks.verdict(task_vars.get("inventory_hostname", "host"), resources, gpu_info, args["expect"])
+        verdict = host_checks.verdict(task_vars.get("inventory_hostname", "host"), resources, gpu_info, args["expect"],
+                                      args["toolkit_follows"])
         # The checked GPUs are a fact of the host; the verdict is only this run's (registered, never cached).
         verdict["ansible_facts"] = {"gpu_host_checks_gpus": verdict["gpus"]}
         verdict.update(host_checks.shown(verdict, args["fail"]))

@@ -19,7 +19,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import record
+from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem, record
 from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi import (
     gpu_fault,
     p2p_finding,
@@ -44,25 +44,58 @@ def _tools(host, observed, problems):
             problems.append(record("E_DEPENDENCY", host, "%s is not on PATH" % name, tool=name))
 
 
-def _docker(host, observed, expect, problems):
+def _docker(host, observed, expect, problems, toolkit_follows=False):
     docker = observed.get("docker") or {}
     if not expect.get("docker", True):
         return
     if "docker" in (observed.get("tools") or {}) and not observed["tools"]["docker"]:
-        problems.append(record("E_DOCKER", host, "docker is not installed (not on PATH)"))
+        _toolkit_fixes(host, "E_DOCKER", "docker is not installed (not on PATH)", problems)
+    elif not docker.get("ok"):
+        _toolkit_fixes(host, "E_DOCKER", "the Docker daemon does not answer (docker info: %s)"
+                       % (docker.get("error") or "no answer"), problems)
+    # With Docker missing or silent only the toolkit step can go on, and the group it gives
+    # (nvidia_toolkit_docker_users) counts only from a new login: the group is judged now.
+    if problems and problems[-1]["code"] == "E_DOCKER":
+        if toolkit_follows:
+            _docker_group(host, observed, docker, problems)
         return
-    if not docker.get("ok"):
-        problems.append(record("E_DOCKER", host, "the Docker daemon does not answer (docker info: %s)"
-                               % (docker.get("error") or "no answer")))
-        return
+    _docker_group(host, observed, docker, problems)
+    runtimes = docker.get("runtimes") or []
+    if "nvidia" not in runtimes:
+        _toolkit_fixes(host, "E_NVIDIA_RUNTIME", "docker info lists no nvidia runtime (runtimes: %s)"
+                       % (", ".join(sorted(runtimes)) or "none"), problems)
+
+
+def _toolkit_fixes(host, code, finding, problems):
+    """A problem the toolkit step fixes; ``finding`` keeps its words for ``leave_to_toolkit``."""
+    problems.append(record(code, host, finding, finding=finding))
+
+
+def _docker_group(host, observed, docker, problems):
     user = observed.get("user") or "root"
     groups = docker.get("groups")
     if user != "root" and groups is not None and "docker" not in groups:
         problems.append(record("E_DOCKER_GROUP", host, "user %s is not in the docker group" % user))
-    runtimes = docker.get("runtimes") or []
-    if "nvidia" not in runtimes:
-        problems.append(record("E_NVIDIA_RUNTIME", host, "docker info lists no nvidia runtime (runtimes: %s)"
-                               % (", ".join(sorted(runtimes)) or "none")))
+
+
+# What the nvidia_toolkit step fixes when it runs on the box later in the same run: it installs
+# and starts Docker Engine (or fails E_DOCKER itself, with nvidia_toolkit_docker_install none) and
+# registers the runtime, and its own checks fail the box when either is still missing then.
+TOOLKIT_FIXES = ("E_DOCKER", "E_NVIDIA_RUNTIME")
+LEFT_TO_TOOLKIT_TODO = ("Nothing to do now: the nvidia_toolkit step later in this run sets it up, "
+                        "and its checks fail this box if it is still missing then.")
+
+
+def leave_to_toolkit(host, problems):
+    """``(problems, left)``: the problems the toolkit step fixes, taken out of ``problems`` and said
+    again as left to it, when they are the box's only errors. A box that fails anyway leaves the run
+    before that step, so it keeps every problem as an error."""
+    if any(p["severity"] == "error" and p["code"] not in TOOLKIT_FIXES for p in problems):
+        return problems, []
+    kept = [p for p in problems if p["code"] not in TOOLKIT_FIXES]
+    left = [dict(p, message=problem(p["code"], host, p["finding"], LEFT_TO_TOOLKIT_TODO))
+            for p in problems if p["code"] in TOOLKIT_FIXES]
+    return kept, left
 
 
 NO_DOCKER_ANSWER = {"ok": False, "error": "Docker was not asked", "runtimes": [], "groups": None,
@@ -248,7 +281,7 @@ def _resources(host, observed, expect, problems, own_ranks_running):
                                    port=port.get("port")))
 
 
-def host_problems(host, observed, expect):
+def host_problems(host, observed, expect, toolkit_follows=False):
     """Every problem of one host as records, in the recipe's order of checks.
 
     ``observed``: system, architecture, user, tools, docker {ok, error, runtimes, groups,
@@ -258,13 +291,14 @@ def host_problems(host, observed, expect):
     min_host_memory_gib.
 
     When the recipe's own container already runs on the host, the GPU memory, busy and port checks
-    are left out: its ranks are what holds them.
+    are left out: its ranks are what holds them. With ``toolkit_follows`` (the nvidia_toolkit step
+    runs on the box later in this run) the docker group is judged even when Docker is missing.
     """
     problems = []
     own_ranks_running = bool((observed.get("docker") or {}).get("own_container_running"))
     _platform(host, observed, problems)
     _tools(host, observed, problems)
-    _docker(host, observed, expect, problems)
+    _docker(host, observed, expect, problems, toolkit_follows)
     selected = _gpus(host, observed, expect, problems)
     _driver(host, observed, expect, problems)
     if not own_ranks_running:
@@ -283,35 +317,54 @@ def status(problems):
     return "warn" if severities else "pass"
 
 
+def _codes(problems):
+    """The problems' codes, each once, in their order."""
+    codes = []
+    for entry in problems or []:
+        if entry["code"] not in codes:
+            codes.append(entry["code"])
+    return codes
+
+
 def summary_line(host, result):
-    """One line of the fleet summary: ``host: pass`` / ``host: warn (W_P2P)`` / ``host: FAIL (E_GPU, W_P2P)``."""
+    """One line of the fleet summary: ``host: pass`` / ``host: warnings (W_P2P)`` / ``host: FAIL (E_GPU,
+    W_P2P)``, and what was left to the toolkit step: ``host: left to the toolkit step (E_NVIDIA_RUNTIME)``."""
     if not result:
         return "%s: FAIL (no result: the host was unreachable or failed before the checks)" % host
-    codes = []
-    for problem in result.get("problems") or []:
-        if problem["code"] not in codes:
-            codes.append(problem["code"])
+    codes, left = _codes(result.get("problems")), _codes(result.get("left_to_toolkit"))
     word = {"pass": "pass", "warn": "warnings", "fail": "FAIL"}.get(result.get("status"), result.get("status"))
-    return "%s: %s%s" % (host, word, " (%s)" % ", ".join(codes) if codes else "")
+    parts = [] if left and not codes else ["%s%s" % (word, " (%s)" % ", ".join(codes) if codes else "")]
+    if left:
+        parts.append("left to the toolkit step (%s)" % ", ".join(left))
+    return "%s: %s" % (host, "; ".join(parts))
 
 
-def verdict(host, resources, gpu_info, expect):
+def verdict(host, resources, gpu_info, expect, toolkit_follows=False):
     """One host's verdict from host_resources' answer and gpu_info's (host_resources' own
-    ``gpu_info`` when it was asked with ``gpus``): ``{status, problems, gpus}``, ``gpus`` being the
-    checked GPUs in rank order (those the host has). An expectation that is None (the action's typed
-    spec fills each one left out so) takes its default."""
+    ``gpu_info`` when it was asked with ``gpus``): ``{status, problems, left_to_toolkit, gpus}``,
+    ``gpus`` being the checked GPUs in rank order (those the host has). An expectation that is None
+    (the action's typed spec fills each one left out so) takes its default.
+
+    With ``toolkit_follows`` (the nvidia_toolkit step runs on this box later in this run), what that
+    step fixes is ``left_to_toolkit`` (``leave_to_toolkit``): no longer an error of the box, a
+    warning (status ``warn``) that says so."""
     expect = dict((key, value) for key, value in (expect or {}).items() if value is not None)
     observed = observe(resources, gpu_info)
-    problems = host_problems(host, observed, expect)
+    problems = host_problems(host, observed, expect, toolkit_follows)
+    left = []
+    if toolkit_follows:
+        problems, left = leave_to_toolkit(host, problems)
     gpus = select((observed["gpu_info"] or {}).get("gpus") or [], expect.get("gpu_indices", [0, 1]))[0]
-    return {"status": status(problems), "problems": problems, "gpus": gpus}
+    state = status(problems)
+    return {"status": "warn" if left and state == "pass" else state, "problems": problems,
+            "left_to_toolkit": left, "gpus": gpus}
 
 
 def shown(result, fail):
     """How a verdict reaches the operator, in the task that judged it: with ``fail`` and an error,
     the task fails with every problem's message (``failed``, ``msg``); otherwise each problem is a
     warning under the task (``warnings``). Nothing when the host has no problem."""
-    messages = [problem["message"] for problem in result.get("problems") or []]
+    messages = [entry["message"] for entry in (result.get("problems") or []) + (result.get("left_to_toolkit") or [])]
     if fail and result.get("status") == "fail":
         return {"failed": True, "msg": messages}
     return {"warnings": messages} if messages else {}
@@ -326,7 +379,8 @@ def judged(result):
 def fleet_summary(results):
     """The fleet report from ``{host: gpu_host_checks_result or None}``, hosts in the given order.
 
-    Returns ``{lines, hosts: {host: {status, codes, problems}}, counts: {pass, warn, fail}}``.
+    Returns ``{lines, hosts: {host: {status, codes, problems, left_to_toolkit}}, counts: {pass, warn, fail}}``
+    (``left_to_toolkit``: the codes left to the toolkit step).
     """
     lines, hosts, counts = [], {}, {"pass": 0, "warn": 0, "fail": 0}
     if isinstance(results, dict):
@@ -341,5 +395,6 @@ def fleet_summary(results):
             "status": state,
             "codes": sorted(set(p["code"] for p in problems)) if result else ["NO_RESULT"],
             "problems": [p["message"] for p in problems],
+            "left_to_toolkit": _codes((result or {}).get("left_to_toolkit")),
         }
     return {"lines": lines, "hosts": hosts, "counts": counts}

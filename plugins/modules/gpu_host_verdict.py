@@ -93,6 +93,16 @@ options:
       min_host_memory_gib:
         description: Warn below this much available host memory, GiB (default 16).
         type: float
+  toolkit_follows:
+    description:
+      - The nvidia_toolkit step runs on this host later in the same run (site.yml says so; see the
+        gpu_host_checks role's C(gpu_host_checks_toolkit_follows)). What it fixes - C(E_DOCKER)
+        (Docker missing or its daemon silent) and C(E_NVIDIA_RUNTIME) - is then left to it when
+        they are the host's only errors - returned in RV(left_to_toolkit), shown as warnings, the
+        status C(warn) - instead of failing the host. C(E_DOCKER_GROUP) is judged even with Docker
+        missing, and still fails.
+    type: bool
+    default: false
   fail:
     description:
       - Fail the task when the host has an error (status C(fail)), its message listing every
@@ -153,6 +163,13 @@ problems:
   returned: when judging a host
   type: list
   elements: dict
+left_to_toolkit:
+  description:
+    - With O(toolkit_follows), the problems left to the nvidia_toolkit step, as records whose
+      message says so; empty otherwise, or when the host has another error (then they stay in RV(problems)).
+  returned: when judging a host
+  type: list
+  elements: dict
 gpus:
   description: The gpu_info dicts of the checked GPUs, in rank order (those the host has).
   returned: when judging a host
@@ -163,7 +180,7 @@ ansible_facts:
   returned: when judging a host
   type: dict
 warnings:
-  description: Every problem's message, when the task does not fail.
+  description: Every problem's message (those left to the toolkit step too), when the task does not fail.
   returned: when the host has problems and does not fail
   type: list
   elements: str
@@ -172,7 +189,9 @@ msg:
   returned: on failure
   type: raw
 fleet:
-  description: The summary - C(lines) (one per host), C(hosts) (each host's C(status), C(codes), C(problems)) and C(counts).
+  description:
+    - The summary - C(lines) (one per host), C(hosts) (each host's C(status), C(codes), C(problems),
+      C(left_to_toolkit) (codes)) and C(counts).
   returned: with O(fleet)
   type: dict
   sample: {"lines": ["gpu-a: pass", "gpu-b: warnings (W_P2P)"], "counts": {"pass": 1, "warn": 1, "fail": 0}}
@@ -199,6 +218,7 @@ ARGUMENT_SPEC = dict(
         docker=dict(type="bool"),
         min_host_memory_gib=dict(type="float"),
     )),
+    toolkit_follows=dict(type="bool", default=False),
     fail=dict(type="bool", default=False),
     fleet=dict(type="list", elements="str"),
 )

@@ -1,7 +1,7 @@
 """A copy of this collection whose host-touching roles are replaced by recording stubs.
 
 site.yml, the step guard (roles/step), the settings role (roles/tensorfold) and the fleet report
-stay the real ones; each stub role notes "ROLE ACTION" in the host's log file, publishes the
+stay the real ones; each stub role notes "ROLE NOTE" in the host's log file (NOTE: what site.yml told it, STUB_NOTES), publishes the
 facts the inventory gives it (``stub_facts[ROLE]``) and fails with ``stub_fail[ROLE]`` when the
 inventory says so. Runs of the real site.yml against it show which steps each mode runs, how a
 failure leaves the run, and what the fleet report makes of it, without GPUs or Docker.
@@ -21,7 +21,7 @@ COPIED = ("galaxy.yml", "meta", "playbooks", "plugins", "roles", "templates")
 STUB_TASKS = textwrap.dedent("""\
     ---
     - name: Note that {role}{entry} ran
-      ansible.builtin.shell: "echo '{role}{entry} {{{{ rank_container_action | default('') }}}}' >> {{{{ stub_log_dir }}}}/{{{{ inventory_hostname }}}}"
+      ansible.builtin.shell: "echo '{role}{entry} {{{{ {note} | default('') }}}}' >> {{{{ stub_log_dir }}}}/{{{{ inventory_hostname }}}}"
       changed_when: false
       check_mode: false
     - name: Publish the facts the real role would
@@ -37,10 +37,12 @@ STUB_META = "---\ndependencies:\n  - role: glm53.tensorfold.tensorfold\n"
 # Tags a stub's tasks carry beyond its play's, as the real role's do: the toolkit's checks are
 # tagged check in a play tagged toolkit, so `--tags check` runs them there.
 STUB_TAGS = {"nvidia_toolkit": ["check"]}
+# The variable site.yml passes a stub that its log line notes (rank_container_action for the others).
+STUB_NOTES = {"gpu_host_checks": "gpu_host_checks_toolkit_follows", "nvidia_toolkit": "nvidia_toolkit_runtime_required"}
 
 
 def stub_tasks(role, entry):
-    text = STUB_TASKS.format(role=role, entry=entry)
+    text = STUB_TASKS.format(role=role, entry=entry, note=STUB_NOTES.get(role, "rank_container_action"))
     if role in STUB_TAGS:
         text = text.replace("\n- name:", "\n- tags: %s\n  name:" % json.dumps(STUB_TAGS[role]))
     return text
@@ -74,7 +76,7 @@ def build(tmp_path, stubbed=STUBBED):
 
 
 def ran(log_dir, host):
-    """The stub roles that ran on host, in order: [(role, action), ...]."""
+    """The stub roles that ran on host, in order: [(role, note), ...] (the note: STUB_NOTES)."""
     path = os.path.join(str(log_dir), host)
     if not os.path.exists(path):
         return []

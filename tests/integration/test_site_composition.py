@@ -183,6 +183,33 @@ def test_each_box_keeps_its_last_real_bench_across_runs_that_measure_nothing(col
     assert baselines(tmp_path)["gpu-b"]["cases"]["decode_4"]["per_stream"] == 80.0
 
 
+@pytest.mark.parametrize("args, follows", [
+    ([], "True"),
+    (["--tags", "all"], "True"),
+    (["--check"], "True"),  # the toolkit step runs too, in check mode
+    (["--tags", "check,toolkit"], "True"),
+    (["--tags", "check,nvidia_toolkit,start"], "True"),
+    (["--tags", "check"], "False"),  # the toolkit play's checks run, its install does not
+    (["--tags", "check,start"], "False"),
+    (["--tags", "gpu_host_checks"], "False"),
+    (["--skip-tags", "toolkit"], "False"),
+    (["--skip-tags", "nvidia_toolkit"], "False"),
+    (["-e", "tensorfold_plan=true"], "False"),
+])
+def test_the_host_checks_know_whether_the_toolkit_step_follows_for_the_box(collection, tmp_path, args, follows):
+    rc, output, ran = site(collection, tmp_path, args=args)
+    assert rc == 0, output
+    assert ("gpu_host_checks", follows) in ran["gpu-a"], (ran["gpu-a"], output)
+
+
+def test_the_toolkit_step_requires_the_runtime_where_the_host_checks_left_it_to_the_step(collection, tmp_path):
+    left = {"status": "warn", "problems": [], "left_to_toolkit": [{"code": "E_NVIDIA_RUNTIME", "message": "m"}]}
+    host_vars = {"gpu-b": {"stub_facts": {"gpu_host_checks": {"gpu_host_checks_result": left}}}}
+    rc, output, ran = site(collection, tmp_path, host_vars=host_vars)
+    assert rc == 0, output
+    assert ("nvidia_toolkit", "False") in ran["gpu-a"] and ("nvidia_toolkit", "True") in ran["gpu-b"], (ran, output)
+
+
 def test_the_image_tag_validates_the_image_pins_first(collection, tmp_path):
     rc, output, ran = site(collection, tmp_path, args=["--tags", "image"])
     assert rc == 0, output

@@ -335,3 +335,60 @@ def test_expectations_left_empty_take_their_defaults():
     assert codes(answer["problems"]) == []  # no power cap unless one is set
     answer = verdict("h", ANSWER, dict(ANSWER["gpu_info"], gpus=[gpu(0)]), dict(empty, power_cap_w=400.0))
     assert codes(answer["problems"]) == ["E_GPU", "E_GPU"]  # two GPUs, [0, 1], by default
+
+
+# A fresh box: no Docker, or Docker without the nvidia runtime. With the toolkit step later in the
+# run (toolkit_follows) what it fixes is left to it; without it (--tags check, --tags start, the
+# role alone) it fails the box as before.
+NO_DOCKER = dict(ANSWER, tools=dict(RESOURCES["tools"], docker=None),
+                 docker={"ok": False, "error": "docker is not installed (not on PATH)", "runtimes": [], "groups": None,
+                         "own_container_running": False})
+NO_RUNTIME = dict(ANSWER, docker=dict(ANSWER["docker"], runtimes=["runc"]))
+GOOD_GPUS = dict(ANSWER["gpu_info"], gpus=[gpu(0), gpu(1)])
+
+
+@pytest.mark.parametrize("answer, code", [(NO_DOCKER, "E_DOCKER"), (NO_RUNTIME, "E_NVIDIA_RUNTIME")])
+def test_what_the_toolkit_step_fixes_is_left_to_it_and_does_not_fail_the_box(answer, code):
+    left = verdict("gpu1", answer, GOOD_GPUS, EXPECT, toolkit_follows=True)
+    assert left["status"] == "warn" and left["problems"] == []
+    assert codes(left["left_to_toolkit"]) == [code]
+    message = left["left_to_toolkit"][0]["message"]
+    assert message.startswith("[%s] gpu1: " % code) and "the nvidia_toolkit step later in this run" in message
+    assert shown(left, fail=True) == {"warnings": [message]}
+    summary = fleet_summary([("gpu1", left)])
+    assert summary["lines"] == ["gpu1: left to the toolkit step (%s)" % code]
+    assert summary["counts"]["fail"] == 0 and summary["hosts"]["gpu1"]["left_to_toolkit"] == [code]
+
+
+@pytest.mark.parametrize("answer, code", [(NO_DOCKER, "E_DOCKER"), (NO_RUNTIME, "E_NVIDIA_RUNTIME")])
+def test_without_the_toolkit_step_they_still_fail_the_box(answer, code):
+    failed = verdict("gpu1", answer, GOOD_GPUS, EXPECT)
+    assert failed["status"] == "fail" and codes(failed["problems"]) == [code] and failed["left_to_toolkit"] == []
+    assert shown(failed, fail=True)["failed"] is True
+    assert fleet_summary([("gpu1", failed)])["lines"] == ["gpu1: FAIL (%s)" % code]
+
+
+def test_a_box_that_fails_anyway_keeps_every_problem_as_an_error():
+    busy = dict(GOOD_GPUS, gpus=[gpu(0, used=20482), gpu(1)])
+    answer = verdict("gpu1", NO_RUNTIME, busy, EXPECT, toolkit_follows=True)
+    assert answer["status"] == "fail" and codes(answer["problems"]) == ["E_NVIDIA_RUNTIME", "E_GPU_BUSY"]
+    assert answer["left_to_toolkit"] == []
+
+
+def test_warnings_stay_beside_what_is_left_to_the_toolkit_step():
+    answer = verdict("gpu1", dict(NO_RUNTIME, memory_available_mib=1024), GOOD_GPUS, EXPECT, toolkit_follows=True)
+    assert answer["status"] == "warn" and codes(answer["problems"]) == ["W_MEMORY"]
+    assert fleet_summary([("gpu1", answer)])["lines"] == ["gpu1: warnings (W_MEMORY); left to the toolkit step (E_NVIDIA_RUNTIME)"]
+
+
+def test_the_docker_group_is_not_left_to_the_toolkit_step():
+    # The toolkit adds nvidia_toolkit_docker_users to the group, which counts only from a new login.
+    no_group = dict(NO_RUNTIME, docker=dict(NO_RUNTIME["docker"], groups=["deploy"]))
+    answer = verdict("gpu1", no_group, GOOD_GPUS, EXPECT, toolkit_follows=True)
+    assert answer["status"] == "fail" and codes(answer["problems"]) == ["E_DOCKER_GROUP", "E_NVIDIA_RUNTIME"]
+    # Docker missing: the group is judged all the same, since only the toolkit step could go on.
+    missing = dict(NO_DOCKER, docker=dict(NO_DOCKER["docker"], groups=["deploy"]))
+    answer = verdict("gpu1", missing, GOOD_GPUS, EXPECT, toolkit_follows=True)
+    assert answer["status"] == "fail" and codes(answer["problems"]) == ["E_DOCKER", "E_DOCKER_GROUP"]
+    root = dict(NO_DOCKER, user="root")
+    assert verdict("gpu1", root, GOOD_GPUS, EXPECT, toolkit_follows=True)["status"] == "warn"
