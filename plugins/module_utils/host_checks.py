@@ -48,14 +48,15 @@ def _docker(host, observed, expect, problems, toolkit_follows=False):
     docker = observed.get("docker") or {}
     if not expect.get("docker", True):
         return
+    down = None
     if "docker" in (observed.get("tools") or {}) and not observed["tools"]["docker"]:
-        _toolkit_fixes(host, "E_DOCKER", "docker is not installed (not on PATH)", problems)
+        down = "docker is not installed (not on PATH)"
     elif not docker.get("ok"):
-        _toolkit_fixes(host, "E_DOCKER", "the Docker daemon does not answer (docker info: %s)"
-                       % (docker.get("error") or "no answer"), problems)
-    # With Docker missing or silent only the toolkit step can go on, and the group it gives
-    # (nvidia_toolkit_docker_users) counts only from a new login: the group is judged now.
-    if problems and problems[-1]["code"] == "E_DOCKER":
+        down = "the Docker daemon does not answer (docker info: %s)" % (docker.get("error") or "no answer")
+    if down:
+        _toolkit_fixes(host, "E_DOCKER", down, problems)
+        # Only the toolkit step could go on from here, and the group it gives
+        # (nvidia_toolkit_docker_users) counts only from a new login: the group is judged now.
         if toolkit_follows:
             _docker_group(host, observed, docker, problems)
         return
