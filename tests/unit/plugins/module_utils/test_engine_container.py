@@ -510,12 +510,8 @@ def test_a_refusal_split_by_an_nccl_line_is_retried(tmp_path):
     assert result["status"] == "running" and result["starts"] == 2 and result["context"] == 173056
 
 
-def test_the_wait_is_up_only_when_health_says_ok(tmp_path):
-    # A 200 whose body is not {"status": "ok"} is an engine still loading: not up yet.
-    docker = FakeDocker(fitting)
-    box = engine(tmp_path, docker, context="65536")
-    box.run("started")
-    answers = [(200, '{"status": "loading"}')] * 3 + [(200, '{"status": "ok"}')]
+def answer_in_turn(box, answers):
+    """Make the box's /health answer these in turn (the last one from then on); return the paths asked."""
     asked = []
 
     def http(path, timeout=5, key=None):
@@ -523,6 +519,15 @@ def test_the_wait_is_up_only_when_health_says_ok(tmp_path):
         return answers[min(len(asked), len(answers)) - 1]
 
     box.http = http
+    return asked
+
+
+def test_the_wait_is_up_only_when_health_says_ok(tmp_path):
+    # A 200 whose body is not {"status": "ok"} is an engine still loading: not up yet.
+    docker = FakeDocker(fitting)
+    box = engine(tmp_path, docker, context="65536")
+    box.run("started")
+    asked = answer_in_turn(box, [(200, '{"status": "loading"}')] * 3 + [(200, '{"status": "ok"}')])
     assert box.wait() == "up" and len(asked) == 4
 
 
@@ -532,14 +537,8 @@ def test_the_wait_keeps_waiting_while_health_says_warming(tmp_path):
     docker = FakeDocker(fitting)
     box = engine(tmp_path, docker, context="65536")
     box.run("started")
-    answers = [(200, '{"status": "ok", "warming": true}')] * 3 + [(200, '{"status": "ok", "warming": false}')]
-    asked = []
-
-    def http(path, timeout=5, key=None):
-        asked.append(path)
-        return answers[min(len(asked), len(answers)) - 1]
-
-    box.http = http
+    asked = answer_in_turn(box, [(200, '{"status": "ok", "warming": true}')] * 3
+                           + [(200, '{"status": "ok", "warming": false}')])
     assert box.wait() == "up" and len(asked) == 4
     box.http = lambda path, timeout=5, key=None: (200, '{"status":"ok"}')
     assert box.wait() == "up"
