@@ -262,8 +262,16 @@ def main():
     except ValueError as err:
         module.fail_json(msg=problem("E_SETTINGS", p["host"], str(err)), code="E_SETTINGS")
 
+    # Without the docker command a real run fails coded; a check run is a box whose Docker the
+    # toolkit step would install, where every docker call fails as on a host without containers.
+    docker = module.get_bin_path("docker")
+    if docker is None and not module.check_mode:
+        module.fail_json(msg=problem("E_DOCKER", p["host"], "the docker command is not on this host"), code="E_DOCKER")
+
     def run(argv):
-        return module.run_command(argv)
+        if docker is None:
+            return 127, "", "docker: command not found"
+        return module.run_command([docker] + list(argv[1:]))
 
     engine = EngineContainer(p, Docker(run), check_mode=module.check_mode)
     try:

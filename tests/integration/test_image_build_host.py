@@ -20,6 +20,9 @@ import json, os
 from ansible.module_utils.basic import AnsibleModule
 module = AnsibleModule(argument_spec=dict(name=dict(type="list", elements="str")), supports_check_mode=True)
 present = os.environ.get("STANDIN_IMAGE_PRESENT") == "True"
+if os.environ.get("STANDIN_IMAGE_PRESENT") == "down":  # no Docker daemon, as the collection reports it
+    module.fail_json(msg="Error connecting: Error while fetching server API version: ('Connection aborted.', "
+                         "FileNotFoundError(2, 'No such file or directory'))")
 module.exit_json(changed=False, images=[{"Id": "sha256:" + "a" * 64, "RepoTags": module.params["name"]}] if present else [])
 '''
 PLAYBOOK = """
@@ -56,7 +59,7 @@ def standin(tmp_path_factory):
     return str(base)
 
 
-def run(standin, tmp_path, limit=None, build_host="gpu-a", has_image=None, strategy="once", tags="all"):
+def run(standin, tmp_path, limit=None, build_host="gpu-a", has_image=None, strategy="once", tags="all", extra=()):
     inventory = {"all": {"vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
                                   "tensorfold_image_build_host": build_host, "standin_strategy": strategy,
                                   # The pins an operator sets (their form is all validate.yml reads).
@@ -66,7 +69,7 @@ def run(standin, tmp_path, limit=None, build_host="gpu-a", has_image=None, strat
                              (host, {"standin_has_image": (has_image or {}).get(host, False)}) for host in ("gpu-a", "gpu-b"))}}}}
     (tmp_path / "hosts.yml").write_text(json.dumps(inventory))
     (tmp_path / "play.yml").write_text(PLAYBOOK)
-    args = ["--tags", tags] + (["--limit", limit] if limit else [])
+    args = ["--tags", tags] + (["--limit", limit] if limit else []) + list(extra)
     return run_playbook(tmp_path / "play.yml", tmp_path / "hosts.yml", cwd=tmp_path, extra_args=args,
                         env={"ANSIBLE_COLLECTIONS_PATH": standin + os.pathsep + os.path.join(ROOT, ".cache", "collections")})
 
@@ -97,3 +100,14 @@ def test_a_build_host_outside_the_run_is_refused_only_where_it_must_build_or_len
     work.mkdir()
     rc, output = run(standin, work)
     assert rc == 0, output
+
+
+def test_a_docker_that_does_not_answer_is_e_docker_and_in_check_mode_an_image_to_build(standin, tmp_path):
+    rc, output = run(standin, tmp_path, has_image={"gpu-a": True, "gpu-b": "down"})
+    assert rc != 0
+    assert "[E_DOCKER] gpu-b: Docker did not answer the image lookup: Error connecting" in " ".join(output.split()), output
+    # --check on a box whose Docker the toolkit step would install: the image counts as missing.
+    work = tmp_path / "check"
+    work.mkdir()
+    rc, output = run(standin, work, has_image={"gpu-a": True, "gpu-b": "down"}, extra=["--check"])
+    assert rc == 0 and "E_DOCKER" not in output, output
