@@ -266,6 +266,17 @@ def _choose(answers):
     return min(answers, key=lambda a: (a[2], a[0]))
 
 
+def budget(reason):
+    """The memory a refusal says is left for the streams, as printed (text), or None for a refusal
+    that names none (the model's window, the weights): two refusals with other figures came from
+    two ranks, or from memory that changed between the starts."""
+    for pattern, group in ((NO_STREAM, 3), (PARALLEL, 4)):
+        match = pattern.search(reason or "")
+        if match:
+            return match.group(group)
+    return None
+
+
 def analyse(text, requested_context, parallel="auto", kv_pages=True, page_rows=512):
     """Read a rank log (or both) and say whether the engine refused the window, and what fits.
 

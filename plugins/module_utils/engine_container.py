@@ -564,10 +564,11 @@ class EngineContainer(object):
     def start_locked(self, image, window, cached):
         p = self.p
         auto = str(p["context"]).strip().lower() == "auto"
-        refusals, kinds = [], []
-        # At most three starts: one more at the window the figures allow, and one more again when
-        # the first refusal was the model's window (it names no memory figures, so the start at
-        # that window may still be refused for memory). Each retry asks for less, and never loops.
+        refusals, kinds, budgets = [], [], []
+        # At most three starts: one more at the window the figures allow, and a third when the
+        # first refusal was the model's window (it names no memory figures), or when the second
+        # names other memory figures than the first: the other rank's, which the first refusal
+        # cut off by closing the link. Each retry asks for less, so it never loops.
         for number in range(1, MAX_STARTS + 1):
             outcome, logs, run_dir = self.attempt(image, window, number)
             if outcome == "up":
@@ -577,8 +578,10 @@ class EngineContainer(object):
             if fit["refused"]:
                 refusals.append(fit["reason"])
                 kinds.append(fit["kind"])
-                retries = 2 if kinds[0] == "window" else 1
-                retry = auto and number <= retries and fit["context"] is not None and fit["context"] < window
+                budgets.append(context_fit.budget(fit["reason"]))
+                third = kinds[0] == "window" or (budgets[-1] is not None and budgets[-1] not in budgets[:-1])
+                retry = (auto and (number == 1 or (number < MAX_STARTS and third))
+                         and fit["context"] is not None and fit["context"] < window)
                 if retry:
                     context_fit.write_cache_entry(self.fit_file, self.key, fit["context"])
                     self.docker.remove(p["name"])

@@ -7,6 +7,7 @@ import os
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.context_fit import (
     KEY_FIELDS,
+    budget,
     analyse,
     fit_key,
     parse_cache,
@@ -178,3 +179,11 @@ def test_cache_round_trip(tmp_path):
 def test_parse_cache_skips_broken_lines_and_later_lines_win():
     text = "# header\nabc\t100\t\nbroken line\nxyz\tnotanumber\nabc\t200\tt\n"
     assert parse_cache(text) == {"abc": 200}
+
+
+def test_a_refusals_budget_is_the_memory_it_says_is_left():
+    assert budget("tensorfold: the CUDA memory budget fits no stream: one at a 1048576-token window takes 8.00 GiB, "
+                  "and -4.00 GiB is left after the model's 84.50 GiB and the 4.0 GiB reserve; lower --context") == "-4.00"
+    assert budget("tensorfold: --parallel 4 needs 16.00 GiB for its streams at a 524288-token window, and the CUDA "
+                  "memory budget leaves 9.30 GiB: serve --parallel 2, or lower --context") == "9.30"
+    assert budget("tensorfold: --context 2000000 exceeds this model's 1048576-token window") is None

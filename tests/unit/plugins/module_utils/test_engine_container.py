@@ -440,6 +440,24 @@ def test_a_model_window_refusal_then_a_memory_refusal_gets_a_third_start(tmp_pat
     assert open(str(tmp_path / ".state" / "context-fit.tsv")).read().count("\t245760\t") == 1
 
 
+def test_the_other_ranks_refusal_after_the_first_ranks_gets_a_third_start(tmp_path):
+    # Rank 0 (8 GiB a 1M window, 6.00 GiB left) refuses first and closes the link before rank 1,
+    # with less memory (5.00 GiB left, a desktop on its card), prints its figures; the window rank
+    # 0's figures allow is then refused by rank 1, and its own figures give the window both fit.
+    def serve(window):
+        cost = 8.0 * window / 1048576
+        if cost > 6.0:
+            return False, no_stream(window, "%.2f" % cost, "6.00"), "rank 1: rank 0 closed the control link; exiting"
+        if cost > 5.0:
+            return False, "rank 0: rank 1 closed the control link; exiting", no_stream(window, "%.2f" % cost, "5.00")
+        return True, startup(4, window), "rank 1: settings agreed, NCCL joined"
+
+    docker = FakeDocker(serve)
+    result = engine(tmp_path, docker, parallel="auto").run("started")
+    assert result["status"] == "running" and result["starts"] == 3 and 8.0 * result["context"] / 1048576 <= 5.0
+    assert open(str(tmp_path / ".state" / "context-fit.tsv")).read().count("\t%d\t" % result["context"]) == 1
+
+
 def test_starts_stay_bounded_at_three(tmp_path):
     docker = FakeDocker(lambda w: (False, MODEL_WINDOW % w if w > 262144 else no_stream(w, "10.00", "9.40"), ""))
     with pytest.raises(ec.StartFailed) as failed:
