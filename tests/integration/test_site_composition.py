@@ -185,15 +185,12 @@ def test_each_box_keeps_its_last_real_bench_across_runs_that_measure_nothing(col
 
 @pytest.mark.parametrize("args, follows", [
     ([], "True"),
-    (["--tags", "all"], "True"),
     (["--check"], "True"),  # the toolkit step runs too, in check mode
     (["--tags", "check,toolkit"], "True"),
     (["--tags", "check,nvidia_toolkit,start"], "True"),
     (["--tags", "check"], "False"),  # the toolkit play's checks run, its install does not
-    (["--tags", "check,start"], "False"),
     (["--tags", "gpu_host_checks"], "False"),
     (["--skip-tags", "toolkit"], "False"),
-    (["--skip-tags", "nvidia_toolkit"], "False"),
     (["-e", "tensorfold_plan=true"], "False"),
 ])
 def test_the_host_checks_know_whether_the_toolkit_step_follows_for_the_box(collection, tmp_path, args, follows):
