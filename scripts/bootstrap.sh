@@ -16,7 +16,7 @@ need_root() {
 
 # 1. OS packages. Only what is missing is installed.
 os_packages() {
-  local want=() pkg
+  local want=()
   command -v dockerd >/dev/null 2>&1 || want+=(docker.io)
   command -v debootstrap >/dev/null 2>&1 || want+=(debootstrap)
   command -v git >/dev/null 2>&1 || want+=(git)
@@ -83,4 +83,6 @@ collection_link
 bash scripts/build-base-image.sh
 # Debian 13 boxes (molecule/nvidia_toolkit's second platform).
 bash scripts/build-base-image.sh trixie
+# What the test image builds inside a box start from (smaller than a box: it travels).
+bash scripts/build-base-image.sh image
 log "ready"

@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
-# Build the local base image every test host and test build starts from: Debian (bookworm by
-# default) made with debootstrap and imported into Docker, since no image can be pulled here.
-# The tag carries a hash of this script's inputs, so it is built once and rebuilt only when the
-# suite or the package list changes.
-#   usage: build-base-image.sh [SUITE]      (SUITE: bookworm | trixie)
+# Build a local base image the tests start from: Debian made with debootstrap and imported into
+# Docker, since no image can be pulled here. The tag carries a hash of this script's inputs, so it
+# is built once and rebuilt only when the suite or the package list changes.
+#   usage: build-base-image.sh [FLAVOR]
+#     bookworm (default)  glm53-test/debian12: a simulated GPU box (the boxes' own image)
+#     trixie              glm53-test/debian13: the same on Debian 13
+#     image               glm53-test/image-base: what test builds inside a box start FROM (the
+#                         engine stand-in's image, the Dockerfile's builder and runtime stages)
 set -euo pipefail
-SUITE=${1:-bookworm}
-case "$SUITE" in
-  bookworm) NAME=glm53-test/debian12 ;;
-  trixie)   NAME=glm53-test/debian13 ;;
-  *) echo "unknown suite $SUITE" >&2; exit 2 ;;
-esac
-MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+FLAVOR=${1:-bookworm}
 # What a simulated GPU box needs: python3 for Ansible, its own Docker engine, the recipe's tools
 # (curl, flock, tar, gzip, sha256sum), apt's Python bindings and gpg for the toolkit role, git for
 # image builds.
-PACKAGES=python3,python3-requests,python3-apt,docker.io,iptables,iproute2,procps,curl,ca-certificates,gnupg,git,patch,xz-utils,util-linux,sudo
-INPUTS_HASH=$( { echo "$SUITE $PACKAGES v1"; } | sha256sum | cut -c1-12)
+BOX_PACKAGES=python3,python3-requests,python3-apt,docker.io,iptables,iproute2,procps,curl,ca-certificates,gnupg,git,patch,xz-utils,util-linux,sudo
+case "$FLAVOR" in
+  bookworm) NAME=glm53-test/debian12 SUITE=bookworm PACKAGES=$BOX_PACKAGES ;;
+  trixie)   NAME=glm53-test/debian13 SUITE=trixie PACKAGES=$BOX_PACKAGES ;;
+  # The engine stand-in is Python; the Dockerfile's builder fetches and unpacks with curl, git and
+  # xz. Kept small: every box that builds or loads an image streams it, saves it or loads it.
+  image)    NAME=glm53-test/image-base SUITE=bookworm PACKAGES=python3,curl,ca-certificates,git,xz-utils ;;
+  *) echo "unknown flavor $FLAVOR (bookworm, trixie or image)" >&2; exit 2 ;;
+esac
+MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+INPUTS_HASH=$( { echo "$SUITE $PACKAGES v1"; [ "$FLAVOR" != image ] || echo "no docs"; } | sha256sum | cut -c1-12)
 TAG="$NAME:$INPUTS_HASH"
 
 if docker image inspect "$TAG" >/dev/null 2>&1; then
@@ -32,6 +38,8 @@ debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$ROOTFS" "$MIRROR"
   tail -20 /tmp/glm53-debootstrap.log >&2; exit 1; }
 # Smaller image and no stale lists: apt is updated by whoever needs it.
 rm -rf "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/var/lib/apt/lists/*
+# The image flavor goes without documentation and translations too: nothing reads them in a test.
+[ "$FLAVOR" != image ] || rm -rf "$ROOTFS"/usr/share/{doc,locale,man,info}/*
 tar -C "$ROOTFS" -c . | docker import \
   --change 'CMD ["/bin/bash"]' \
   --change 'ENV LANG=C.UTF-8' \

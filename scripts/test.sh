@@ -3,6 +3,7 @@
 # Sets itself up first (scripts/bootstrap.sh). Prints each stage's result and wall time, and a
 # closing "N passed, N failed" line. Exit status 0 only when every stage passed.
 #   usage: scripts/test.sh [STAGE...]   (stages: lint docs sanity units promtool pytest molecule;
+#                                        all, the default: every stage, pytest beside the rest;
 #                                        molecule:NAME runs one scenario)
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -115,7 +116,7 @@ run_shared_standins() {  # a few lines when it works, the whole output when it f
 # Each scenario's output is kept and printed whole when it ends; its time is its own wall time,
 # beside whatever ran in the other lane.
 run_molecule_lanes() {
-  local lanes=${MOLECULE_LANES:-2} logs queue=() name pid rc done_pid
+  local lanes=${MOLECULE_LANES:-2} logs queue=() name pid rc done_pid open
   local -A name_of=() started_at=()
   if ! [[ $lanes =~ ^[1-9][0-9]*$ ]]; then
     echo "MOLECULE_LANES=$lanes: give a whole number of lanes, 1 or more (1 runs the scenarios one after another)" >&2
@@ -125,7 +126,10 @@ run_molecule_lanes() {
   stage "molecule: the scenarios' shared stand-ins" run_shared_standins
   mapfile -t queue < <(scenarios_longest_first)
   while [ ${#queue[@]} -gt 0 ] || [ ${#name_of[@]} -gt 0 ]; do
-    while [ ${#queue[@]} -gt 0 ] && [ ${#name_of[@]} -lt "$lanes" ]; do
+    collect_beside_if_ended
+    open=$lanes  # one lane fewer while a job started beside (pytest) still runs
+    beside_running && [ "$lanes" -gt 1 ] && open=$((lanes - 1))
+    while [ ${#queue[@]} -gt 0 ] && [ ${#name_of[@]} -lt "$open" ]; do
       name=${queue[0]}; queue=("${queue[@]:1}")
       echo "=== molecule $name (started; its output follows when it ends)"
       run_molecule "$name" >"$logs/$name.log" 2>&1 &
@@ -134,8 +138,11 @@ run_molecule_lanes() {
     done_pid=""  # the first that ended (wait -n would miss one that ended before it was called)
     while [ -z "$done_pid" ]; do
       for pid in "${!name_of[@]}"; do kill -0 "$pid" 2>/dev/null || { done_pid=$pid; break; }; done
-      [ -n "$done_pid" ] || sleep 1
+      [ -n "$done_pid" ] && break
+      [ -n "$BESIDE_PID" ] && ! beside_running && break  # the job beside ended: a lane opens
+      sleep 1
     done
+    [ -n "$done_pid" ] || continue
     wait "$done_pid"; rc=$?
     name=${name_of[$done_pid]}
     echo "=== molecule $name"
@@ -146,15 +153,64 @@ run_molecule_lanes() {
   rm -rf "$logs"
 }
 
-want=("$@"); [ ${#want[@]} -gt 0 ] || want=(lint docs sanity units promtool pytest molecule)
+# The checks that need no box, one after another (each keeps about one core busy).
+static_checks() {
+  stage "ansible-lint (production profile)" run_lint
+  stage "docs/reference is current (antsibull-docs)" run_docs
+  stage "ansible-test sanity" run_sanity
+  stage "ansible-test units" run_units
+  stage "promtool (config, rules, alert tests)" run_promtool
+}
+pytest_stage() { stage "pytest tests/integration tests/standins" run_pytest; }
+
+# One job beside the others: the whole suite starts pytest (two workers that wait on playbook
+# runs, Prometheus' alert delays and throttled downloads a good part of their time) in the
+# background, runs the checks without boxes meanwhile, then the Molecule lanes, one lane fewer
+# while pytest still runs: on this 2-core machine that keeps both cores busy throughout. The job
+# records its stages in a subshell and hands them back through files; its output is printed
+# whole when it ends.
+BESIDE_PID="" BESIDE_DIR=""
+# shellcheck disable=SC2030,SC2031
+start_beside() {  # start_beside FUNCTION
+  BESIDE_DIR=$(mktemp -d)
+  echo "=== $1 (started beside the rest; its output follows when it ends)"
+  ( RESULTS=(); PASSED=0; FAILED=0
+    "$1" >"$BESIDE_DIR/out" 2>&1
+    [ ${#RESULTS[@]} -eq 0 ] || printf '%s\n' "${RESULTS[@]}" >"$BESIDE_DIR/results"
+    echo "$PASSED $FAILED" >"$BESIDE_DIR/counts" ) &
+  BESIDE_PID=$!
+}
+beside_running() { [ -n "$BESIDE_PID" ] && kill -0 "$BESIDE_PID" 2>/dev/null; }
+# shellcheck disable=SC2030,SC2031
+collect_beside() {  # waits for the job beside, prints its output, takes its records
+  local lines=() passed failed
+  [ -n "$BESIDE_PID" ] || return 0
+  wait "$BESIDE_PID"
+  cat "$BESIDE_DIR/out"
+  [ -s "$BESIDE_DIR/results" ] && mapfile -t lines <"$BESIDE_DIR/results" && RESULTS+=("${lines[@]}")
+  read -r passed failed <"$BESIDE_DIR/counts" || { passed=0; failed=1; }
+  PASSED=$((PASSED + passed)); FAILED=$((FAILED + failed))
+  rm -rf "$BESIDE_DIR"; BESIDE_PID="" BESIDE_DIR=""
+}
+collect_beside_if_ended() { [ -z "$BESIDE_PID" ] || beside_running || collect_beside; }
+run_whole_suite() {
+  start_beside pytest_stage
+  static_checks
+  run_molecule_lanes
+  collect_beside
+}
+
+# The default: everything, pytest beside the rest (run_whole_suite).
+want=("$@"); [ ${#want[@]} -gt 0 ] || want=(all)
 for w in "${want[@]}"; do
   case "$w" in
+    all) run_whole_suite ;;
     lint) stage "ansible-lint (production profile)" run_lint ;;
     docs) stage "docs/reference is current (antsibull-docs)" run_docs ;;
     sanity) stage "ansible-test sanity" run_sanity ;;
     units) stage "ansible-test units" run_units ;;
     promtool) stage "promtool (config, rules, alert tests)" run_promtool ;;
-    pytest) stage "pytest tests/integration tests/standins" run_pytest ;;
+    pytest) pytest_stage ;;
     molecule) run_molecule_lanes ;;
     molecule:*) stage "molecule ${w#molecule:}" run_molecule "${w#molecule:}" ;;
     *) echo "unknown stage $w" >&2; exit 2 ;;

@@ -2,7 +2,8 @@
 scripts/load-tool-venv.sh) against three engine stand-ins on loopback, one configured at half
 speed. The stand-ins' configured token rates are the truth: the bench must report them within
 10%, and the report must flag the slowed box with W_SLOW, beside the recipe's figures and a PNG.
-aiperf's runs leave nothing in the temp folder.
+aiperf's runs leave nothing in the temp folder. Three of the recipe's four cases (prefill_4k is
+measured as prefill_32k is; leaving it out also shows a report with a case missing).
 """
 
 import glob
@@ -90,7 +91,6 @@ def bench_run(fleet):
             fleet_bench_cases:
               - {{name: decode_1, streams: 1, prompt_tokens: 128, reply_tokens: 100, requests: 3, max_seconds: 60}}
               - {{name: decode_4, streams: 4, prompt_tokens: 128, reply_tokens: 100, requests: 8, max_seconds: 60}}
-              - {{name: prefill_4k, streams: 1, prompt_tokens: 4096, reply_tokens: 1, requests: 2, max_seconds: 60}}
               - {{name: prefill_32k, streams: 1, prompt_tokens: 32768, reply_tokens: 1, requests: 1, max_seconds: 60}}
           children:
             gpu_hosts:
@@ -112,7 +112,7 @@ def test_bench_runs_and_keeps_each_box_export(bench_run):
     assert rc == 0, output[-4000:]
     assert not left_in_tmp, "aiperf's runs left %s" % sorted(left_in_tmp)
     for box in BOXES:
-        for case in ("decode_1", "decode_4", "prefill_4k", "prefill_32k"):
+        for case in ("decode_1", "decode_4", "prefill_32k"):
             assert (reports / "bench" / box / case / "profile_export_aiperf.json").is_file()
 
 

@@ -53,6 +53,7 @@ def test_a_deploy_runs_every_step_in_order_and_no_restart_or_stop(collection, tm
     for host in ("gpu-a", "gpu-b"):
         assert roles(ran[host]) == DEPLOY, output
         assert ("rank_container", "start") in ran[host]
+        assert ("gpu_host_checks", "True") in ran[host], "the toolkit step follows the host checks"
 
 
 @pytest.mark.parametrize("how", [["--tags", "restart"], ["-e", "tensorfold_action=restart"]])
@@ -117,6 +118,7 @@ def test_the_plan_runs_the_read_only_checks_and_the_plan_only(collection, tmp_pa
     rc, output, ran = site(collection, tmp_path, args=["-e", "tensorfold_plan=true"])
     assert rc == 0, output
     assert roles(ran["gpu-a"]) == ["tensorfold_image:validate", "gpu_host_checks", "fleet_plan"], output
+    assert ("gpu_host_checks", "False") in ran["gpu-a"], "no toolkit step follows in a plan run"
 
 
 def test_check_mode_runs_every_deploy_step_and_the_plan(collection, tmp_path):
@@ -125,6 +127,7 @@ def test_check_mode_runs_every_deploy_step_and_the_plan(collection, tmp_path):
     # No fast path and no deploy record in check mode: every step runs (in check mode).
     expected = ["tensorfold_image:validate"] + STEPS[:4] + ["fleet_plan"] + STEPS[4:]
     assert roles(ran["gpu-a"]) == expected, output
+    assert ("gpu_host_checks", "True") in ran["gpu-a"], "the toolkit step follows, in check mode too"
 
 
 def test_a_tag_runs_its_step_only(collection, tmp_path):
@@ -184,14 +187,12 @@ def test_each_box_keeps_its_last_real_bench_across_runs_that_measure_nothing(col
 
 
 @pytest.mark.parametrize("args, follows", [
-    ([], "True"),
-    (["--check"], "True"),  # the toolkit step runs too, in check mode
+    # A full deploy, --check and a plan run: asserted in the tests of those runs above.
     (["--tags", "check,toolkit"], "True"),
     (["--tags", "check,nvidia_toolkit,start"], "True"),
     (["--tags", "check"], "False"),  # the toolkit play's checks run, its install does not
     (["--tags", "gpu_host_checks"], "False"),
     (["--skip-tags", "toolkit"], "False"),
-    (["-e", "tensorfold_plan=true"], "False"),
 ])
 def test_the_host_checks_know_whether_the_toolkit_step_follows_for_the_box(collection, tmp_path, args, follows):
     rc, output, ran = site(collection, tmp_path, args=args)

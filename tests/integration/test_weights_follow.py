@@ -21,8 +21,8 @@ from emulator_process import running_hub
 
 REPO = "Mia-AiLab/GLM-5.3-Flash-EXL3-4bpw-TensorFold"
 COMMIT = "078455ffe6472f9a52fbc1139f58b9db2881b25c"
-INTERVAL = 0.05
-THROTTLE_BPS = 30000  # per connection, two files at once: about 4.2 MB in about 70 s, over 1,000 intervals of 0.05 s
+INTERVAL = 0.025
+THROTTLE_BPS = 60000  # per connection, two files at once: about 4.2 MB in about 35 s, over 1,000 intervals of 0.025 s
 
 PLAYBOOK = """
 - hosts: box
