@@ -85,4 +85,8 @@ bash scripts/build-base-image.sh
 bash scripts/build-base-image.sh trixie
 # What the test image builds inside a box start from (smaller than a box: it travels).
 bash scripts/build-base-image.sh image
+# The tools' own venvs, made here with the rest of the setup rather than by the first test that
+# needs them: antsibull-docs (the docs stage) and the load tool aiperf (the bench tests and scenarios).
+bash scripts/docs.sh --setup >/dev/null
+bash scripts/load-tool-venv.sh >/dev/null
 log "ready"

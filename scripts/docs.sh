@@ -4,6 +4,7 @@
 # docs/reference/. The guides in docs/ link them; nobody edits them by hand.
 #   usage: scripts/docs.sh           write docs/reference/
 #          scripts/docs.sh --check   fail when docs/reference/ is not what the sources give
+#          scripts/docs.sh --setup   only make the venv below (scripts/bootstrap.sh does)
 # antsibull-docs and its Sphinx tree live in their own venv (.cache/docs-venv, pinned by
 # requirements-docs.lock), so the project venv stays small.
 set -euo pipefail
@@ -17,6 +18,7 @@ if [ ! -x "$VENV/bin/antsibull-docs" ] || [ "$(cat "$VENV/.lock.sha256" 2>/dev/n
   "$VENV/bin/python" -m pip install -q -r requirements-docs.lock
   echo "$want" >"$VENV/.lock.sha256"
 fi
+[ "${1:-}" != --setup ] || exit 0
 mkdir -p .cache/collections/ansible_collections/glm53
 ln -sfn "$ROOT" .cache/collections/ansible_collections/glm53/tensorfold
 
