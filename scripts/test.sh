@@ -153,15 +153,22 @@ run_molecule_lanes() {
   rm -rf "$logs"
 }
 
-# The checks that need no box, one after another (each keeps about one core busy).
-static_checks() {
-  stage "ansible-lint (production profile)" run_lint
-  stage "docs/reference is current (antsibull-docs)" run_docs
-  stage "ansible-test sanity" run_sanity
-  stage "ansible-test units" run_units
-  stage "promtool (config, rules, alert tests)" run_promtool
+run_named() {  # run_named STAGE: one stage as named on the command line
+  case "$1" in
+    all) run_whole_suite ;;
+    lint) stage "ansible-lint (production profile)" run_lint ;;
+    docs) stage "docs/reference is current (antsibull-docs)" run_docs ;;
+    sanity) stage "ansible-test sanity" run_sanity ;;
+    units) stage "ansible-test units" run_units ;;
+    promtool) stage "promtool (config, rules, alert tests)" run_promtool ;;
+    pytest) stage "pytest tests/integration tests/standins" run_pytest ;;
+    molecule) run_molecule_lanes ;;
+    molecule:*) stage "molecule ${1#molecule:}" run_molecule "${1#molecule:}" ;;
+    *) echo "unknown stage $1" >&2; exit 2 ;;
+  esac
 }
-pytest_stage() { stage "pytest tests/integration tests/standins" run_pytest; }
+# The checks that need no box, one after another (each keeps about one core busy).
+static_checks() { local w; for w in lint docs sanity units promtool; do run_named "$w"; done; }
 
 # One job beside the others: the whole suite starts pytest (two workers that wait on playbook
 # runs, Prometheus' alert delays and throttled downloads a good part of their time) in the
@@ -171,11 +178,11 @@ pytest_stage() { stage "pytest tests/integration tests/standins" run_pytest; }
 # whole when it ends.
 BESIDE_PID="" BESIDE_DIR=""
 # shellcheck disable=SC2030,SC2031
-start_beside() {  # start_beside FUNCTION
+start_beside() {  # start_beside STAGE
   BESIDE_DIR=$(mktemp -d)
   echo "=== $1 (started beside the rest; its output follows when it ends)"
   ( RESULTS=(); PASSED=0; FAILED=0
-    "$1" >"$BESIDE_DIR/out" 2>&1
+    run_named "$1" >"$BESIDE_DIR/out" 2>&1
     [ ${#RESULTS[@]} -eq 0 ] || printf '%s\n' "${RESULTS[@]}" >"$BESIDE_DIR/results"
     echo "$PASSED $FAILED" >"$BESIDE_DIR/counts" ) &
   BESIDE_PID=$!
@@ -194,7 +201,7 @@ collect_beside() {  # waits for the job beside, prints its output, takes its rec
 }
 collect_beside_if_ended() { [ -z "$BESIDE_PID" ] || beside_running || collect_beside; }
 run_whole_suite() {
-  start_beside pytest_stage
+  start_beside pytest
   static_checks
   run_molecule_lanes
   collect_beside
@@ -202,20 +209,7 @@ run_whole_suite() {
 
 # The default: everything, pytest beside the rest (run_whole_suite).
 want=("$@"); [ ${#want[@]} -gt 0 ] || want=(all)
-for w in "${want[@]}"; do
-  case "$w" in
-    all) run_whole_suite ;;
-    lint) stage "ansible-lint (production profile)" run_lint ;;
-    docs) stage "docs/reference is current (antsibull-docs)" run_docs ;;
-    sanity) stage "ansible-test sanity" run_sanity ;;
-    units) stage "ansible-test units" run_units ;;
-    promtool) stage "promtool (config, rules, alert tests)" run_promtool ;;
-    pytest) pytest_stage ;;
-    molecule) run_molecule_lanes ;;
-    molecule:*) stage "molecule ${w#molecule:}" run_molecule "${w#molecule:}" ;;
-    *) echo "unknown stage $w" >&2; exit 2 ;;
-  esac
-done
+for w in "${want[@]}"; do run_named "$w"; done
 
 echo
 echo "=== summary"
