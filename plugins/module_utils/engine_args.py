@@ -30,6 +30,19 @@ LOG_MOUNT = "/logs"
 API_KEY_MOUNT = "/run/tensorfold/api-key"
 ARGUMENT_CHECK_MODEL = "/nonexistent/argument-check"
 
+
+# The key file rank 0 reads (--api-key-file). The contract asks for mode 600 and says nothing of how
+# the text is read: the key alone, no newline, is the same key to an engine that trims and to one
+# that takes the text as it is.
+def api_key_file_text(key):
+    return key
+
+
+def api_key_file_holds(text, key):
+    """Whether a key file's text is ``key``; also as releases before 2026-12-02 wrote it (with a
+    newline), so the upgrade itself restarts no engine."""
+    return text in (key, key + "\n")
+
 # The knobs without a name in the engine contract: setting -> (default name, how the value is
 # written). Overridable with tensorfold_engine_names. DENSE's is the sibling recipes' name; the
 # others have no public source.

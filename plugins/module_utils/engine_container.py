@@ -399,7 +399,7 @@ class EngineContainer(object):
         self.docker.remove(name)
         check_key = os.path.join(folder, "api-key")
         if self.p["api_key"]:
-            write_private(check_key, self.p["api_key"] + "\n")
+            write_private(check_key, engine_args.api_key_file_text(self.p["api_key"]))
         try:
             rc, out, err = self.docker("run", "--name", name, "--network", "none",
                                        "--label", self.p["label"] + ".argument-check=true",
@@ -459,7 +459,7 @@ class EngineContainer(object):
     def key_differs(self):
         """Whether the run's API key is not the one the container started last reads (place_key
         writes the file only then). Going without a key changes the fingerprint ("keyed") instead."""
-        return bool(self.p["api_key"]) and _read(self.key_path) != self.p["api_key"] + "\n"
+        return bool(self.p["api_key"]) and not engine_args.api_key_file_holds(_read(self.key_path), self.p["api_key"])
 
     def place_key(self):
         """Give the key file the run's key (or remove it) only now, with the old container gone and
@@ -468,7 +468,7 @@ class EngineContainer(object):
         with the run's key. Written earlier, a start ending before the replace (E_LOCK, E_IMAGE,
         E_SETTINGS, interrupted) would leave the old container serving a revoked key unnoticed."""
         if self.p["api_key"]:
-            write_private(self.key_path, self.p["api_key"] + "\n")
+            write_private(self.key_path, engine_args.api_key_file_text(self.p["api_key"]))
         elif os.path.exists(self.key_path):
             os.unlink(self.key_path)
 

@@ -221,7 +221,7 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import converged
+from ansible_collections.glm53.tensorfold.plugins.module_utils import converged, engine_args
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
 from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok
 
@@ -263,7 +263,7 @@ def main():
             params[name] = params[name] or wants[name]
         params["weights"] = params["weights"] or wants["weights"]
         key = converged.read_text(os.path.join(state_dir, "api-key"))
-        key_matches = (key == params["api_key"] + "\n") if params["api_key"] else key is None
+        key_matches = engine_args.api_key_file_holds(key, params["api_key"]) if params["api_key"] else key is None
         served = converged.served(converged.read_text(os.path.join(params["data_dir"], "logs", "current", "rank0.log")))
     have = {"container": None, "image": None, "runtimes": None, "health": None,
             "weights": [converged.weights_state(repo) for repo in params["weights"]]}

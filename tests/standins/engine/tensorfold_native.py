@@ -39,7 +39,8 @@ sets the card it simulates. ``fail_rank``/``fail_after_s`` make one rank kill it
 that long after the ranks agree, which is how tests reproduce a rank dying. ``paged_parallel``
 chooses how a numeric ``--parallel`` that does not fit is met with KV pages on (``refuse``, the
 contract; ``admit``, fewer streams). ``warm_s`` is how long after it serves /health says
-``"warming": true`` (the contract has the field and no duration; 0, the default, never). ``argv_dir`` records each rank's argv as ``rankN.argv.json``.
+``"warming": true`` (the contract has the field and no duration; 0, the default, never). ``key_file``
+chooses how the key file's text is read (``trim``; ``verbatim``, where a newline is part of the key). ``argv_dir`` records each rank's argv as ``rankN.argv.json``.
 
 Two test switches for the gateway (tests only, no engine interface): ``wedge_file`` names a file
 whose presence wedges the engine the way operators report real engines wedging: ``/health`` and
@@ -94,6 +95,10 @@ DEFAULTS = {
     # contract: P streams must fit, pages on or off) or "admit" (serve as many as fit, fewer than
     # P, so the role's W_STREAMS path can be seen). Without pages it is always refused.
     "paged_parallel": "refuse",
+    # How the --api-key-file text is read; the contract asks for mode 600 and says no more: "trim"
+    # (keys at commas and line ends, blanks stripped) or "verbatim" (the text as it is, split at
+    # commas only: a trailing newline is part of the last key).
+    "key_file": "trim",
     # A folder to record each rank's argv in (rankN.argv.json), e.g. the run's /logs; "" = off.
     "argv_dir": "",
     "wedge_file": "",              # while this file exists, generation requests never finish
@@ -241,7 +246,11 @@ def api_keys(args):
         if mode & 0o077:
             raise LoadError("--api-key-file %s must be mode 600, not %o" % (args.api_key_file, mode))
         with open(args.api_key_file) as handle:
-            keys += [k.strip() for k in handle.read().replace(",", "\n").splitlines() if k.strip()]
+            text = handle.read()
+        if load_config()["key_file"] == "verbatim":
+            keys += [k for k in text.split(",") if k]
+        else:
+            keys += [k.strip() for k in text.replace(",", "\n").splitlines() if k.strip()]
     keys += [k.strip() for k in os.environ.get("TENSORFOLD_API_KEY", "").split(",") if k.strip()]
     return keys
 

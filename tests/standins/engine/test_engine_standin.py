@@ -200,6 +200,20 @@ def test_auth_401_body_and_health_without_key(box):
     assert http(base + "/metrics")[0] == 401
 
 
+@pytest.mark.parametrize("reading,text,served", [("trim", "canary-secret-123\n", True),
+                                                  ("verbatim", "canary-secret-123\n", False),
+                                                  ("verbatim", "canary-secret-123", True)])
+def test_key_file_switch(monkeypatch, tmp_path, reading, text, served):
+    import tensorfold_native  # pylint: disable=import-outside-toplevel
+    key = tmp_path / "key"
+    key.write_text(text)
+    os.chmod(str(key), 0o600)
+    monkeypatch.setenv("TENSORFOLD_STANDIN_KEY_FILE", reading)
+    monkeypatch.delenv("TENSORFOLD_API_KEY", raising=False)
+    args = tensorfold_native.build_parser().parse_args(["serve", str(tmp_path), "--api-key-file", str(key)])
+    assert ("canary-secret-123" in tensorfold_native.api_keys(args)) is served
+
+
 def test_open_non_loopback_server_warns(box):
     master, port = free_port(), free_port()
     start_rank(box, 1, master, ["--context", "65536"])

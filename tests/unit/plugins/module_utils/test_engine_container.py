@@ -220,10 +220,22 @@ def test_the_key_is_a_0600_file_and_in_no_docker_argument(tmp_path):
     docker = FakeDocker(fitting)
     engine(tmp_path, docker, context="65536", api_key="canary-123").run("started")
     key = tmp_path / ".state" / "api-key"
-    assert key.read_text() == "canary-123\n" and (os.stat(str(key)).st_mode & 0o777) == 0o600
+    # The key alone: an engine that reads the file as it is would take a newline for part of the key.
+    assert key.read_text() == "canary-123" and (os.stat(str(key)).st_mode & 0o777) == 0o600
     assert not any("canary-123" in " ".join(call) for call in docker.calls)
     runs = [c for c in docker.calls if c[1] == "run"]
     assert all(any(a.endswith("target=/run/tensorfold/api-key,readonly") for a in c) for c in runs)  # check too
+
+
+def test_a_key_file_an_earlier_release_wrote_with_a_newline_restarts_nothing(tmp_path):
+    docker = FakeDocker(fitting)
+    engine(tmp_path, docker, context="65536", api_key="canary-123").run("started")
+    (tmp_path / ".state" / "api-key").write_text("canary-123\n")
+    same = engine(tmp_path, docker, context="65536", api_key="canary-123")
+    assert same.run("started")["status"] == "running" and not same.changed and starts(docker) == 1
+    other = engine(tmp_path, docker, context="65536", api_key="canary-1234")
+    assert other.run("started")["status"] == "running" and other.changed and starts(docker) == 2
+    assert (tmp_path / ".state" / "api-key").read_text() == "canary-1234"
 
 
 def end_before_the_replace(tmp_path, docker, ending):
@@ -257,12 +269,12 @@ def test_a_rotated_key_is_recorded_only_once_a_container_started_with_it_runs(tm
         engine(tmp_path, docker, **changes).run("started")
     undo()
     assert failed.value.code == ending and starts(docker) == 1
-    assert key.read_text() == "key-A-123\n"  # the key the running container reads
+    assert key.read_text() == "key-A-123"  # the key the running container reads
     assert not (tmp_path / ".state" / "argument-check" / "api-key").exists()
     # The next start with the new key replaces the container that serves key A.
     again = engine(tmp_path, docker, **changes)
     assert again.run("started")["status"] == "running" and again.changed and starts(docker) == 2
-    assert key.read_text() == new_key + "\n" if new_key else not key.exists()
+    assert key.read_text() == new_key if new_key else not key.exists()
     assert not engine(tmp_path, docker, **changes).will_replace(ec.Docker(docker).inspect("glm53-zig"), "img:tag")
 
 
@@ -383,7 +395,7 @@ def test_defer_replace_leaves_a_changed_container_serving_and_says_it_is_pending
     result = box.run("started")
     assert result["status"] == "replace_pending" and not box.changed and starts(docker) == 1
     assert docker.containers["glm53-zig"]["Config"]["Labels"] == before
-    assert open(str(tmp_path / ".state" / "api-key")).read() == "key-1\n"  # the old key stays until the restart
+    assert open(str(tmp_path / ".state" / "api-key")).read() == "key-1"  # the old key stays until the restart
     assert "rolling restart" in " ".join(box.messages)
     # The restart (the rolling restart step) then replaces it.
     again = engine(tmp_path, docker, **dict({"context": "65536", "api_key": "key-1", "defer_replace": True}, **change))
