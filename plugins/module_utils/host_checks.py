@@ -59,12 +59,23 @@ def _docker(host, observed, expect, problems, toolkit_follows=False):
         # (nvidia_toolkit_docker_users) counts only from a new login: the group is judged now.
         if toolkit_follows:
             _docker_group(host, observed, docker, problems)
+        _docker_library(host, docker, problems)
         return
     _docker_group(host, observed, docker, problems)
+    _docker_library(host, docker, problems)
     runtimes = docker.get("runtimes") or []
     if "nvidia" not in runtimes:
         _toolkit_fixes(host, "E_NVIDIA_RUNTIME", "docker info lists no nvidia runtime (runtimes: %s)"
                        % (", ".join(sorted(runtimes)) or "none"), problems)
+
+
+def _docker_library(host, docker, problems):
+    """The image, plan and bundle steps run Ansible's Docker modules here, which import requests in
+    the host's Python; the toolkit step installs the distribution's python3-requests."""
+    if docker.get("python_requests") is False:
+        _toolkit_fixes(host, "E_DOCKER", "the Python Ansible runs on this host (%s) cannot import requests, which "
+                       "Ansible's Docker modules need here (the python3-requests package)"
+                       % (docker.get("python") or "python3"), problems)
 
 
 def _toolkit_fixes(host, code, finding, problems):

@@ -184,11 +184,12 @@ docker:
   description:
     - What the Docker daemon said. C(ok) (it answered), C(error) (the first line of its error),
       C(runtimes) (names), C(root_dir), C(own_container_running) (O(docker_container) runs),
-      C(groups) (the user's groups; null for root).
+      C(groups) (the user's groups; null for root), C(python) (the Python the module ran with) and
+      C(python_requests) (whether it can import C(requests), which Ansible's Docker modules need on the host).
   returned: when O(docker) is set
   type: dict
   sample: {"ok": true, "error": "", "runtimes": ["nvidia", "runc"], "root_dir": "/var/lib/docker",
-           "own_container_running": false, "groups": null}
+           "own_container_running": false, "groups": null, "python": "/usr/bin/python3", "python_requests": true}
 gpu_info:
   description:
     - With O(gpus), the answer of M(glm53.tensorfold.gpu_info) for those options (C(gpus), C(driver_version),
@@ -198,8 +199,10 @@ gpu_info:
 """
 
 import getpass
+import importlib.util
 import os
 import platform
+import sys
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -227,6 +230,10 @@ def ask_docker(module, docker, container, user):
         rc, out, dummy = module.run_command([docker, "container", "inspect", "--format", "{{.State.Running}}",
                                              container])
         answer["own_container_running"] = rc == 0 and out.strip() == "true"
+    # Ansible's Docker modules (community.docker), which later steps run on this host, need requests
+    # in the Python that runs them: this one.
+    answer["python"] = sys.executable
+    answer["python_requests"] = importlib.util.find_spec("requests") is not None
     egid = os.getegid()  # first, as `id -nG` prints them
     answer["groups"] = None if user == "root" else res.group_names([egid] + [g for g in os.getgroups() if g != egid])
     return answer

@@ -91,3 +91,9 @@ def test_dockerd_restarted_once_over_check_converge_and_idempotence(host):
 
 def test_the_operator_user_is_in_the_docker_group(host):
     assert "docker" in host.user("tfuser").groups
+
+
+def test_the_hosts_python_imports_requests_for_the_docker_modules(host):
+    # gpu-a started without python3-requests (prepare.yml): the role installed Debian's package.
+    assert host.package("python3-requests").is_installed
+    assert host.run("python3 -c 'import requests'").rc == 0

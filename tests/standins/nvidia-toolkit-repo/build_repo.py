@@ -19,7 +19,10 @@ the real binaries: ``nvidia-ctk`` (see the nvidia-ctk stand-in's docstring),
 The signing key is generated for the run in GNUPGHOME (ed25519, no passphrase); it signs
 nothing but this repository. Needs python3, dpkg-deb and gpg (all in the test base image).
 
-    usage: build_repo.py OUT VERSION [VERSION...]
+``--with DEB`` also serves a real package beside them (a test box whose other sources are off
+gets the distribution's python3-requests from here).
+
+    usage: build_repo.py OUT VERSION [VERSION...] [--with DEB ...]
 """
 import gzip
 import hashlib
@@ -103,6 +106,8 @@ def main(argv):
     if len(argv) < 2:
         sys.stderr.write(__doc__.rsplit("usage:", 1)[1])
         return 2
+    extra = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "--with"]
+    argv = [arg for i, arg in enumerate(argv) if arg != "--with" and (i == 0 or argv[i - 1] != "--with")]
     out, versions = argv[0], argv[1:]
     pool = os.path.join(out, "stable", "deb", ARCH)
     os.makedirs(pool, exist_ok=True)
@@ -110,6 +115,9 @@ def main(argv):
     for version in versions:
         for name, (depends, files) in packages(version).items():
             entries.append(index_entry(build_deb(pool, name, version, depends, files)))
+    for deb in extra:
+        shutil.copy(deb, pool)
+        entries.append(index_entry(os.path.join(pool, os.path.basename(deb))))
     index = "\n".join(entries)
     write(os.path.join(pool, "Packages"), index)
     with gzip.open(os.path.join(pool, "Packages.gz"), "wt") as handle:

@@ -344,10 +344,12 @@ NO_DOCKER = dict(ANSWER, tools=dict(RESOURCES["tools"], docker=None),
                  docker={"ok": False, "error": "docker is not installed (not on PATH)", "runtimes": [], "groups": None,
                          "own_container_running": False})
 NO_RUNTIME = dict(ANSWER, docker=dict(ANSWER["docker"], runtimes=["runc"]))
+# Docker runs, but the host's Python lacks requests, which Ansible's Docker modules import there.
+NO_REQUESTS = dict(ANSWER, docker=dict(ANSWER["docker"], python="/usr/bin/python3", python_requests=False))
 GOOD_GPUS = dict(ANSWER["gpu_info"], gpus=[gpu(0), gpu(1)])
 
 
-@pytest.mark.parametrize("answer, code", [(NO_DOCKER, "E_DOCKER"), (NO_RUNTIME, "E_NVIDIA_RUNTIME")])
+@pytest.mark.parametrize("answer, code", [(NO_DOCKER, "E_DOCKER"), (NO_RUNTIME, "E_NVIDIA_RUNTIME"), (NO_REQUESTS, "E_DOCKER")])
 def test_what_the_toolkit_step_fixes_is_left_to_it_and_does_not_fail_the_box(answer, code):
     left = verdict("gpu1", answer, GOOD_GPUS, EXPECT, toolkit_follows=True)
     assert left["status"] == "warn" and left["problems"] == []
@@ -360,7 +362,7 @@ def test_what_the_toolkit_step_fixes_is_left_to_it_and_does_not_fail_the_box(ans
     assert summary["counts"]["fail"] == 0 and summary["hosts"]["gpu1"]["left_to_toolkit"] == [code]
 
 
-@pytest.mark.parametrize("answer, code", [(NO_DOCKER, "E_DOCKER"), (NO_RUNTIME, "E_NVIDIA_RUNTIME")])
+@pytest.mark.parametrize("answer, code", [(NO_DOCKER, "E_DOCKER"), (NO_RUNTIME, "E_NVIDIA_RUNTIME"), (NO_REQUESTS, "E_DOCKER")])
 def test_without_the_toolkit_step_they_still_fail_the_box(answer, code):
     failed = verdict("gpu1", answer, GOOD_GPUS, EXPECT)
     assert failed["status"] == "fail" and codes(failed["problems"]) == [code] and failed["left_to_toolkit"] == []
@@ -392,3 +394,16 @@ def test_the_docker_group_is_not_left_to_the_toolkit_step():
     assert answer["status"] == "fail" and codes(answer["problems"]) == ["E_DOCKER", "E_DOCKER_GROUP"]
     root = dict(NO_DOCKER, user="root")
     assert verdict("gpu1", root, GOOD_GPUS, EXPECT, toolkit_follows=True)["status"] == "warn"
+
+
+def test_a_python_without_requests_is_named_with_its_path_and_the_package():
+    failed = verdict("gpu1", NO_REQUESTS, GOOD_GPUS, EXPECT)
+    assert codes(failed["problems"]) == ["E_DOCKER"]
+    assert "/usr/bin/python3 cannot import requests" in failed["problems"][0]["message"].replace("(", "").replace(")", "")
+    assert "python3-requests" in failed["problems"][0]["message"]
+    # Docker missing too: both are said, and both are the toolkit step's.
+    both = dict(NO_DOCKER, docker=dict(NO_DOCKER["docker"], python="/usr/bin/python3", python_requests=False))
+    left = verdict("gpu1", both, GOOD_GPUS, EXPECT, toolkit_follows=True)
+    assert left["status"] == "warn" and codes(left["left_to_toolkit"]) == ["E_DOCKER", "E_DOCKER"]
+    # A Docker answer that does not say (an older module, Docker not asked) is no finding.
+    assert codes(verdict("gpu1", ANSWER, GOOD_GPUS, EXPECT)["problems"]) == []
