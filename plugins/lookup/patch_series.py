@@ -59,6 +59,7 @@ import os
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
+from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
 from ansible_collections.glm53.tensorfold.plugins.module_utils.image_inputs import file_entry, order_source
 
 
@@ -75,7 +76,9 @@ class LookupModule(LookupBase):
                 continue
             source = sources[index] if index < len(sources) else "source%d" % index
             if not os.path.isdir(folder):
-                raise AnsibleLookupError("patch folder %s (%s) does not exist on the controller" % (folder, source))
+                raise AnsibleLookupError(problem("E_SETTINGS", (variables or {}).get("inventory_hostname", "controller"),
+                                                 "patch folder %s (%s) does not exist on the controller" % (folder, source),
+                                                 "Point the setting that names it at an existing folder."))
             names = [n for n in os.listdir(folder) if _is_patch_candidate(n) and os.path.isfile(os.path.join(folder, n))]
             for name in order_source(names):
                 path = os.path.join(folder, name)

@@ -43,6 +43,7 @@ def api_key_file_holds(text, key):
     newline), so the upgrade itself restarts no engine."""
     return text in (key, key + "\n")
 
+
 # The knobs without a name in the engine contract: setting -> (default name, how the value is
 # written). Overridable with tensorfold_engine_names. DENSE's is the sibling recipes' name; the
 # others have no public source.

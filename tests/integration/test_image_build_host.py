@@ -111,3 +111,17 @@ def test_a_docker_that_does_not_answer_is_e_docker_and_in_check_mode_an_image_to
     work.mkdir()
     rc, output = run(standin, work, has_image={"gpu-a": True, "gpu-b": "down"}, extra=["--check"])
     assert rc == 0 and "E_DOCKER" not in output, output
+
+
+def test_patch_folders_that_do_not_exist_are_refused_by_the_settings_check(standin, tmp_path):
+    missing = tmp_path / "no-such-folder"
+    rc, output = run(standin, tmp_path, has_image={"gpu-a": True, "gpu-b": True},
+                     extra=("-e", "tensorfold_image_site_patches_dir=%s" % missing,
+                            "-e", "tensorfold_image_patch_series_dir=%s" % (tmp_path / "no-series")))
+    text = " ".join(output.split())
+    assert rc != 0
+    assert "[E_SETTINGS] gpu-a: tensorfold_image_patch_series_dir %s is not a folder on the controller." % (tmp_path / "no-series") in text
+    assert "[E_SETTINGS] gpu-b: tensorfold_image_site_patches_dir %s is not a folder on the controller" % missing in text
+    # An empty string means no site patches.
+    rc, output = run(standin, tmp_path, has_image={"gpu-a": True, "gpu-b": True}, extra=("-e", "tensorfold_image_site_patches_dir="))
+    assert rc == 0, output
