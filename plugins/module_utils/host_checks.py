@@ -59,23 +59,23 @@ def _docker(host, observed, expect, problems, toolkit_follows=False):
         # (nvidia_toolkit_docker_users) counts only from a new login: the group is judged now.
         if toolkit_follows:
             _docker_group(host, observed, docker, problems)
-        _docker_library(host, docker, problems)
+        _docker_library(host, observed, problems)
         return
     _docker_group(host, observed, docker, problems)
-    _docker_library(host, docker, problems)
+    _docker_library(host, observed, problems)
     runtimes = docker.get("runtimes") or []
     if "nvidia" not in runtimes:
         _toolkit_fixes(host, "E_NVIDIA_RUNTIME", "docker info lists no nvidia runtime (runtimes: %s)"
                        % (", ".join(sorted(runtimes)) or "none"), problems)
 
 
-def _docker_library(host, docker, problems):
+def _docker_library(host, observed, problems):
     """The image, plan and bundle steps run Ansible's Docker modules here, which import requests in
     the host's Python; the toolkit step installs the distribution's python3-requests."""
-    if docker.get("python_requests") is False:
+    if observed.get("python_requests") is False:
         _toolkit_fixes(host, "E_DOCKER", "the Python Ansible runs on this host (%s) cannot import requests, which "
                        "Ansible's Docker modules need here (the python3-requests package)"
-                       % (docker.get("python") or "python3"), problems)
+                       % (observed.get("python") or "python3"), problems)
 
 
 def _toolkit_fixes(host, code, finding, problems):
@@ -124,6 +124,8 @@ def observe(resources, gpu_info):
         "system": resources.get("system"),
         "architecture": resources.get("architecture"),
         "user": resources.get("user"),
+        "python": resources.get("python"),
+        "python_requests": resources.get("python_requests"),
         "tools": resources.get("tools") or {},
         "docker": resources.get("docker") or dict(NO_DOCKER_ANSWER),
         "gpu_info": gpu_info,

@@ -175,6 +175,16 @@ user:
   returned: always
   type: str
   sample: root
+python:
+  description: The Python the module ran with, the one Ansible runs modules with on this host.
+  returned: always
+  type: str
+  sample: /usr/bin/python3
+python_requests:
+  description: Whether that Python can import C(requests), which Ansible's Docker modules (community.docker) import on the host.
+  returned: always
+  type: bool
+  sample: true
 tools:
   description: Each tool and where it was found (null when missing).
   returned: always
@@ -184,12 +194,11 @@ docker:
   description:
     - What the Docker daemon said. C(ok) (it answered), C(error) (the first line of its error),
       C(runtimes) (names), C(root_dir), C(own_container_running) (O(docker_container) runs),
-      C(groups) (the user's groups; null for root), C(python) (the Python the module ran with) and
-      C(python_requests) (whether it can import C(requests), which Ansible's Docker modules need on the host).
+      C(groups) (the user's groups; null for root).
   returned: when O(docker) is set
   type: dict
   sample: {"ok": true, "error": "", "runtimes": ["nvidia", "runc"], "root_dir": "/var/lib/docker",
-           "own_container_running": false, "groups": null, "python": "/usr/bin/python3", "python_requests": true}
+           "own_container_running": false, "groups": null}
 gpu_info:
   description:
     - With O(gpus), the answer of M(glm53.tensorfold.gpu_info) for those options (C(gpus), C(driver_version),
@@ -230,10 +239,6 @@ def ask_docker(module, docker, container, user):
         rc, out, dummy = module.run_command([docker, "container", "inspect", "--format", "{{.State.Running}}",
                                              container])
         answer["own_container_running"] = rc == 0 and out.strip() == "true"
-    # Ansible's Docker modules (community.docker), which later steps run on this host, need requests
-    # in the Python that runs them: this one.
-    answer["python"] = sys.executable
-    answer["python_requests"] = importlib.util.find_spec("requests") is not None
     egid = os.getegid()  # first, as `id -nG` prints them
     answer["groups"] = None if user == "root" else res.group_names([egid] + [g for g in os.getgroups() if g != egid])
     return answer
@@ -298,7 +303,8 @@ def main():
             extra["gpu_info"] = dict(failed.result, failed=True)
     module.exit_json(changed=False, filesystems=filesystems, memory_available_mib=memory,
                      ports=ports, tools=tools, system=platform.system(),
-                     architecture=platform.machine(), user=user, **extra)
+                     architecture=platform.machine(), user=user, python=sys.executable,
+                     python_requests=importlib.util.find_spec("requests") is not None, **extra)
 
 
 if __name__ == "__main__":

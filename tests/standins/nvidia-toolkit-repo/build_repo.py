@@ -24,6 +24,7 @@ gets the distribution's python3-requests from here).
 
     usage: build_repo.py OUT VERSION [VERSION...] [--with DEB ...]
 """
+import argparse
 import gzip
 import hashlib
 import os
@@ -103,12 +104,12 @@ def index_entry(deb):
 
 
 def main(argv):
-    if len(argv) < 2:
-        sys.stderr.write(__doc__.rsplit("usage:", 1)[1])
-        return 2
-    extra = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "--with"]
-    argv = [arg for i, arg in enumerate(argv) if arg != "--with" and (i == 0 or argv[i - 1] != "--with")]
-    out, versions = argv[0], argv[1:]
+    parser = argparse.ArgumentParser(usage=__doc__.rsplit("usage:", 1)[1].strip())
+    parser.add_argument("out")
+    parser.add_argument("versions", nargs="+")
+    parser.add_argument("--with", dest="extra", action="append", default=[])
+    args = parser.parse_args(argv)
+    out, versions, extra = args.out, args.versions, args.extra
     pool = os.path.join(out, "stable", "deb", ARCH)
     os.makedirs(pool, exist_ok=True)
     entries = []

@@ -345,7 +345,7 @@ NO_DOCKER = dict(ANSWER, tools=dict(RESOURCES["tools"], docker=None),
                          "own_container_running": False})
 NO_RUNTIME = dict(ANSWER, docker=dict(ANSWER["docker"], runtimes=["runc"]))
 # Docker runs, but the host's Python lacks requests, which Ansible's Docker modules import there.
-NO_REQUESTS = dict(ANSWER, docker=dict(ANSWER["docker"], python="/usr/bin/python3", python_requests=False))
+NO_REQUESTS = dict(ANSWER, python="/usr/bin/python3", python_requests=False)
 GOOD_GPUS = dict(ANSWER["gpu_info"], gpus=[gpu(0), gpu(1)])
 
 
@@ -402,8 +402,8 @@ def test_a_python_without_requests_is_named_with_its_path_and_the_package():
     assert "/usr/bin/python3 cannot import requests" in failed["problems"][0]["message"].replace("(", "").replace(")", "")
     assert "python3-requests" in failed["problems"][0]["message"]
     # Docker missing too: both are said, and both are the toolkit step's.
-    both = dict(NO_DOCKER, docker=dict(NO_DOCKER["docker"], python="/usr/bin/python3", python_requests=False))
+    both = dict(NO_DOCKER, python="/usr/bin/python3", python_requests=False)
     left = verdict("gpu1", both, GOOD_GPUS, EXPECT, toolkit_follows=True)
     assert left["status"] == "warn" and codes(left["left_to_toolkit"]) == ["E_DOCKER", "E_DOCKER"]
-    # A Docker answer that does not say (an older module, Docker not asked) is no finding.
+    # An answer that does not say (an older module) is no finding.
     assert codes(verdict("gpu1", ANSWER, GOOD_GPUS, EXPECT)["problems"]) == []

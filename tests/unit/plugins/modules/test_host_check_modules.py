@@ -109,14 +109,14 @@ def test_host_resources_asks_docker_once_for_everything_the_checks_need(tmp_path
     # the image build path is Docker's own root folder (its nearest existing parent here)
     assert result["filesystems"][0]["paths"][0]["path"] == str(tmp_path / "docker-root")
     assert (docker["groups"] is None) == (result["user"] == "root")
-    assert docker["python"] == sys.executable and docker["python_requests"] is True  # the units' venv has it
+    assert result["python"] == sys.executable and result["python_requests"] is True  # the units' venv has it
 
 
 def test_host_resources_says_when_its_python_lacks_requests(tmp_path, monkeypatch, run_module):
     fake_docker(tmp_path, monkeypatch)
     monkeypatch.setitem(sys.modules, "requests", None)  # what find_spec reports for a library that is not there
     result = run_module(host_resources, docker=True)
-    assert result["docker"]["python_requests"] is False
+    assert result["python_requests"] is False
 
 
 def test_host_resources_reports_a_daemon_that_does_not_answer(tmp_path, monkeypatch, run_module):
