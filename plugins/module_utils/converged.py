@@ -13,8 +13,12 @@ size and mtime, as hf_snapshot writes them), ``health`` (the API answers /health
 ``runtime`` (Docker has the runtime the container needs) and ``api_key`` (the key file the
 container reads holds the run's key). Apart from those, ``node_exporter_state`` says whether the
 box's node exporter (monitoring's part of a deploy) serves the collection's textfile series; it
-does not count toward ``converged``: site.yml's monitoring step uses it alone. Reading the box is the module's job;
-everything here is pure apart from reading the weights' small state files.
+does not count toward ``converged``: site.yml's monitoring step uses it alone. ``read_box`` reads the
+box and compares; everything else here is pure apart from reading the weights' small state files.
+
+Only the standard library and READER_MODULES: the fast path's action runs ``read_box`` on the box
+with the box's python3 and no AnsiballZ (plugin_utils/box_reader.py), which costs the box a tenth of
+a module run; the converged_info module runs the same function where that cannot be done.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -25,15 +29,75 @@ import json
 import os
 import socket
 
-from ansible.module_utils.six.moves import http_client
-from ansible.module_utils.six.moves.urllib.parse import quote, urlsplit
+import http.client as http_client
+from urllib.parse import quote, urlsplit
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_records
+from ansible_collections.glm53.tensorfold.plugins.module_utils import engine_args, hf_plan, hf_records
+from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
+from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok
 
 PARTS = ("record", "container", "settings", "api_key", "image", "weights", "runtime", "health")
 RECORD = "deployed.json"
 # Written by the monitoring role once the node exporter serves (its URL on the box).
 NODE_EXPORTER_RECORD = "node-exporter.json"
+# Every module_utils file read_box imports, itself included: what the box needs to run it.
+READER_MODULES = ("converged", "codes", "context_fit", "engine_args", "health", "hf_plan", "hf_records")
+
+
+class ReadFailure(Exception):
+    """The box could not be read (its Docker engine does not answer): ``code`` and the message."""
+
+    def __init__(self, msg, code):
+        super(ReadFailure, self).__init__(msg)
+        self.code = code
+
+
+def read_box(params):
+    """converged_info's answer for ``params`` (its options, defaults filled in): the box read and
+    compared with what the run wants. Raises ReadFailure when Docker cannot be read."""
+    params = dict(params)
+    record, served_now, key_matches = None, {}, None
+    if params["data_dir"]:
+        state_dir = os.path.join(params["data_dir"], ".state")
+        record = read_record(state_dir)
+        wants = record_wants(record or {}, params["run_settings"] or "")
+        for name in ("settings_hash", "image", "health_url"):
+            params[name] = params[name] or wants[name]
+        params["weights"] = params["weights"] or wants["weights"]
+        key = read_text(os.path.join(state_dir, "api-key"))
+        key_matches = engine_args.api_key_file_holds(key, params["api_key"]) if params["api_key"] else key is None
+        served_now = served(read_text(os.path.join(params["data_dir"], "logs", "current", "rank0.log")))
+    have = {"container": None, "image": None, "runtimes": None, "health": None,
+            "weights": [weights_state(repo) for repo in params["weights"]]}
+    try:
+        docker = DockerReader(params["docker_host"], params["docker_timeout"])
+        try:
+            have["container"] = container_facts(docker.container(params["container_name"]), params["label"])
+            if params["image"]:
+                have["image"] = image_facts(docker.image(params["image"]))
+            if params["runtime"]:
+                have["runtimes"] = docker.runtimes()
+        finally:
+            docker.close()
+    except (IOError, OSError, ValueError) as exc:
+        raise ReadFailure(problem("E_DOCKER", params["host_label"] or socket.gethostname(),
+                                  "cannot read the Docker engine at %s: %s" % (params["docker_host"], exc)), "E_DOCKER")
+    if params["health_url"] and have["container"] and have["container"]["running"]:
+        have["health"] = read_health(params["health_url"], params["health_timeout"], body_ok=health_ok)
+    have["api_key_matches"] = key_matches
+    want = {"settings_hash": params["settings_hash"], "image": params["image"], "runtime": params["runtime"],
+            "weights": params["weights"], "health": bool(params["health_url"])}
+    if params["data_dir"]:
+        want.update(run_settings=params["run_settings"] or "", recorded_settings=(record or {}).get("settings"))
+    differs = compare(want, have)
+    exporter = None
+    if params["node_exporter"] and params["data_dir"]:
+        exporter = node_exporter_state(read_node_exporter_record(os.path.join(params["data_dir"], ".state")),
+                                       params["data_dir"], params["health_timeout"])
+    published = stands_for(record, served_now, params["data_dir"]) if params["data_dir"] and not differs else None
+    return dict(changed=False, converged=not differs, differs=differs, lacks=lacks(want, differs),
+                summary=summary(differs), have=have, served=served_now, record=record,
+                node_exporter=exporter, published=published)
 
 
 def read_text(path):

@@ -36,6 +36,11 @@ description:
     RV(converged): site.yml's monitoring step reads it alone."
   - Only reads; it never changes the box, so check mode gives the same answer.
   - Talks to the Docker Engine API over its unix socket (three GETs at most) and to the API once.
+  - "Where the connection pipelines, its action runs the comparison with the box's own Python and
+    no AnsiballZ (RV(read_with)): the box pays about a tenth of a module run's CPU, which is most of
+    what a converged fleet costs the boxes. The interpreter is C(ansible_python_interpreter), the one
+    discovered earlier in the run, or C(python3) from the PATH; without pipelining, without such an
+    interpreter, or with a path that holds C(~) or C($), the module runs as any other."
 author:
   - glm53.tensorfold contributors (@glm53)
 options:
@@ -209,6 +214,11 @@ published:
       readers of those facts take them from here.
   returned: always
   type: dict
+read_with:
+  description: How the box was read, C(box reader) (its Python ran the comparison, no AnsiballZ) or C(module).
+  returned: always
+  type: str
+  sample: box reader
 node_exporter:
   description: Whether the node exporter serves the data folder's series (C(converged)) and, when not, why (C(what)); null when O(node_exporter) is false.
   returned: always
@@ -216,88 +226,43 @@ node_exporter:
   sample: {"converged": true, "what": ""}
 """
 
-import os
-import socket
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import converged, engine_args
-from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
-from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok
+from ansible_collections.glm53.tensorfold.plugins.module_utils import converged
+
+ARGUMENT_SPEC = dict(
+    container_name=dict(type="str", default="glm53-zig"),
+    label=dict(type="str", default="glm53.tensorfold.rank_container"),
+    settings_hash=dict(type="str"),
+    image=dict(type="str"),
+    runtime=dict(type="str"),
+    weights=dict(type="list", elements="dict", default=[], options=dict(
+        name=dict(type="str"),
+        revision=dict(type="str", required=True),
+        local_dir=dict(type="path", required=True),
+        state_dir=dict(type="path", required=True),
+        allow_patterns=dict(type="list", elements="str"),
+    )),
+    health_url=dict(type="str"),
+    health_timeout=dict(type="float", default=2.0),
+    docker_host=dict(type="str", default="unix:///var/run/docker.sock"),
+    docker_timeout=dict(type="float", default=5.0),
+    host_label=dict(type="str"),
+    data_dir=dict(type="path"),
+    run_settings=dict(type="str"),
+    api_key=dict(type="str", no_log=True),
+    node_exporter=dict(type="bool", default=False),
+)
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            container_name=dict(type="str", default="glm53-zig"),
-            label=dict(type="str", default="glm53.tensorfold.rank_container"),
-            settings_hash=dict(type="str"),
-            image=dict(type="str"),
-            runtime=dict(type="str"),
-            weights=dict(type="list", elements="dict", default=[], options=dict(
-                name=dict(type="str"),
-                revision=dict(type="str", required=True),
-                local_dir=dict(type="path", required=True),
-                state_dir=dict(type="path", required=True),
-                allow_patterns=dict(type="list", elements="str"),
-            )),
-            health_url=dict(type="str"),
-            health_timeout=dict(type="float", default=2.0),
-            docker_host=dict(type="str", default="unix:///var/run/docker.sock"),
-            docker_timeout=dict(type="float", default=5.0),
-            host_label=dict(type="str"),
-            data_dir=dict(type="path"),
-            run_settings=dict(type="str"),
-            api_key=dict(type="str", no_log=True),
-            node_exporter=dict(type="bool", default=False),
-        ),
-        supports_check_mode=True,
-    )
-    params = module.params
-    record, served, key_matches = None, {}, None
-    if params["data_dir"]:
-        state_dir = os.path.join(params["data_dir"], ".state")
-        record = converged.read_record(state_dir)
-        wants = converged.record_wants(record or {}, params["run_settings"] or "")
-        for name in ("settings_hash", "image", "health_url"):
-            params[name] = params[name] or wants[name]
-        params["weights"] = params["weights"] or wants["weights"]
-        key = converged.read_text(os.path.join(state_dir, "api-key"))
-        key_matches = engine_args.api_key_file_holds(key, params["api_key"]) if params["api_key"] else key is None
-        served = converged.served(converged.read_text(os.path.join(params["data_dir"], "logs", "current", "rank0.log")))
-    have = {"container": None, "image": None, "runtimes": None, "health": None,
-            "weights": [converged.weights_state(repo) for repo in params["weights"]]}
+    # The action (plugins/action/converged_info.py) runs converged.read_box on the box without this
+    # module where it can; this module is its way where it cannot, and the same answer.
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     try:
-        docker = converged.DockerReader(params["docker_host"], params["docker_timeout"])
-        try:
-            have["container"] = converged.container_facts(docker.container(params["container_name"]), params["label"])
-            if params["image"]:
-                have["image"] = converged.image_facts(docker.image(params["image"]))
-            if params["runtime"]:
-                have["runtimes"] = docker.runtimes()
-        finally:
-            docker.close()
-    except (IOError, OSError, ValueError) as exc:
-        module.fail_json(msg=problem("E_DOCKER", params["host_label"] or socket.gethostname(),
-                                     "cannot read the Docker engine at %s: %s" % (params["docker_host"], exc)),
-                         code="E_DOCKER")
-    if params["health_url"] and have["container"] and have["container"]["running"]:
-        have["health"] = converged.read_health(params["health_url"], params["health_timeout"], body_ok=health_ok)
-    have["api_key_matches"] = key_matches
-    want = {"settings_hash": params["settings_hash"], "image": params["image"], "runtime": params["runtime"],
-            "weights": params["weights"], "health": bool(params["health_url"])}
-    if params["data_dir"]:
-        want.update(run_settings=params["run_settings"] or "", recorded_settings=(record or {}).get("settings"))
-    differs = converged.compare(want, have)
-    node_exporter = None
-    if params["node_exporter"] and params["data_dir"]:
-        node_exporter = converged.node_exporter_state(
-            converged.read_node_exporter_record(os.path.join(params["data_dir"], ".state")),
-            params["data_dir"], params["health_timeout"])
-    published = converged.stands_for(record, served, params["data_dir"]) if params["data_dir"] and not differs else None
-    module.exit_json(changed=False, converged=not differs, differs=differs, lacks=converged.lacks(want, differs),
-                     summary=converged.summary(differs),
-                     have=have, served=served, record=record, node_exporter=node_exporter, published=published)
+        module.exit_json(**converged.read_box(module.params))
+    except converged.ReadFailure as failure:
+        module.fail_json(msg=str(failure), code=failure.code)
 
 
 if __name__ == "__main__":

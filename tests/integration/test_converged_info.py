@@ -2,7 +2,9 @@
 """glm53.tensorfold.converged_info run by real `ansible` on localhost against this machine's Docker
 engine: a container of our own with the rank_container labels, weights state written by the real
 transfer code, and a /health endpoint on loopback. One box, converged; then one part at a time
-made to differ, and the module must name exactly that part."""
+made to differ, and the answer must name exactly that part. Every test runs both ways the action
+reads a box: the module (no pipelining) and the box reader (pipelining: the host's python3 runs
+module_utils/converged.py with no AnsiballZ), which must give the same answers."""
 
 import hashlib
 import http.server
@@ -58,8 +60,31 @@ class Health(http.server.BaseHTTPRequestHandler):
         pass
 
 
+# How the action reads the box: ansible_pipelining, and the answer's read_with.
+WAYS = {"module": "false", "box reader": "true"}
+
+
+@pytest.fixture(scope="module", params=sorted(WAYS))
+def way(request):
+    return request.param
+
+
+def ansible_result(way, args):
+    """`ansible localhost -m glm53.tensorfold.converged_info` read the way asked: (rc, output, result)."""
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"))
+    proc = subprocess.run([ANSIBLE, "localhost", "-o", "-m", "glm53.tensorfold.converged_info", "-a", json.dumps(args),
+                           "-e", "ansible_python_interpreter=%s" % sys.executable, "-e", "ansible_pipelining=%s" % WAYS[way]],
+                          cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=120, check=False)
+    line = [x for x in proc.stdout.splitlines() if x.startswith("localhost |")][0]
+    result = json.loads(line.split("=>", 1)[1])
+    assert result["read_with"] == way, result
+    return proc.returncode, proc.stdout, result
+
+
 @pytest.fixture(scope="module")
-def box(tmp_path_factory):
+def box(tmp_path_factory, way):
     work = tmp_path_factory.mktemp("box")
     local, state = work / "model", work / ".state" / "weights" / "model"
     local.mkdir()
@@ -84,7 +109,7 @@ def box(tmp_path_factory):
                            "--label", "%s.settings=%s" % (LABEL, SETTINGS), IMAGE, "sleep", "600"],
                           stdout=subprocess.DEVNULL, timeout=120)
     try:
-        yield {"name": name, "weights": [{"name": "model", "revision": COMMIT, "local_dir": str(local),
+        yield {"way": way, "name": name, "weights": [{"name": "model", "revision": COMMIT, "local_dir": str(local),
                                           "state_dir": str(state)}],
                "health_url": "http://127.0.0.1:%d/health" % server.server_address[1], "local": local}
     finally:
@@ -97,15 +122,8 @@ def converged_info(box, **over):
             "weights": box["weights"], "health_url": box["health_url"]}
     args.update(over)
     args = dict((key, value) for key, value in args.items() if value is not None)
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"))
-    proc = subprocess.run([ANSIBLE, "localhost", "-o", "-m", "glm53.tensorfold.converged_info", "-a", json.dumps(args),
-                           "-e", "ansible_python_interpreter=%s" % sys.executable],
-                          cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, timeout=120, check=False)
-    line = [x for x in proc.stdout.splitlines() if x.startswith("localhost |")][0]
-    result = json.loads(line.split("=>", 1)[1])
-    assert proc.returncode == 0, proc.stdout
+    rc, out, result = ansible_result(box["way"], args)
+    assert rc == 0, out
     assert result["changed"] is False
     return result
 
@@ -197,12 +215,6 @@ def test_health_and_a_stopped_container(box):
 
 
 def test_an_unreachable_docker_engine_is_a_coded_failure(box):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"))
-    proc = subprocess.run([ANSIBLE, "localhost", "-o", "-m", "glm53.tensorfold.converged_info", "-a",
-                           json.dumps({"docker_host": "unix:///nonexistent.sock", "host_label": "box1"}),
-                           "-e", "ansible_python_interpreter=%s" % sys.executable],
-                          cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, timeout=120, check=False)
-    assert proc.returncode != 0
-    assert "[E_DOCKER] box1: cannot read the Docker engine at unix:///nonexistent.sock" in proc.stdout
+    rc, out, result = ansible_result(box["way"], {"docker_host": "unix:///nonexistent.sock", "host_label": "box1"})
+    assert rc != 0 and result["code"] == "E_DOCKER", out
+    assert "[E_DOCKER] box1: cannot read the Docker engine at unix:///nonexistent.sock" in result["msg"]
