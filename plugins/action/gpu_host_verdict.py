@@ -11,8 +11,10 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleActionFail
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import host_checks
+from ansible_collections.glm53.tensorfold.plugins.module_utils import host_checks, host_resources
 from ansible_collections.glm53.tensorfold.plugins.modules import gpu_host_verdict
+from ansible_collections.glm53.tensorfold.plugins.modules.host_resources import ARGUMENT_SPEC as READER_SPEC
+from ansible_collections.glm53.tensorfold.plugins.plugin_utils import box_reader
 from ansible_collections.glm53.tensorfold.plugins.plugin_utils.controller_action import ControllerAction
 from ansible_collections.glm53.tensorfold.plugins.plugin_utils.hostvars import published
 
@@ -32,9 +34,12 @@ class ActionModule(ControllerAction):
             return {"fleet": host_checks.fleet_summary(verdicts)}
         resources, gpu_info = args["resources"], args["gpu_info"]
         if args["host_resources"] is not None:
-            # host_resources on the host itself (it only reads: the same answer in check mode); a
-            # remote temporary folder, when one was needed, goes with ActionBase.cleanup.
-            resources = self._execute_module(module_name=READER, module_args=args["host_resources"], task_vars=task_vars)
+            # host_resources on the host itself (it only reads: the same answer in check mode), with
+            # the host's own Python where the connection pipelines and that Python is the one the
+            # modules use (it reports whether that one imports requests); a remote temporary folder,
+            # when the module needed one, goes with ActionBase.cleanup.
+            resources = box_reader.read_or_run(self, task_vars, READER, READER_SPEC, args["host_resources"],
+                                               host_resources.READER_MODULES, "on_box", any_python=False)
             if resources.get("failed") or resources.get("unreachable"):
                 # Not judged: the step guard records this failure, the fleet summary counts no result.
                 return dict((key, value) for key, value in resources.items() if key != "changed")
@@ -47,4 +52,6 @@ class ActionModule(ControllerAction):
         # The checked GPUs are a fact of the host; the verdict is only this run's (registered, never cached).
         verdict["ansible_facts"] = {"gpu_host_checks_gpus": verdict["gpus"]}
         verdict.update(host_checks.shown(verdict, args["fail"]))
+        if resources.get("read_with"):
+            verdict["read_with"] = resources["read_with"]  # how host_resources read the host
         return verdict

@@ -12,11 +12,19 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import errno
+import getpass
+import importlib.util
 import json
 import os
+import platform
 import socket
+import sys
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_records
+from ansible_collections.glm53.tensorfold.plugins.module_utils import box_module, hf_plan, hf_records
+from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi_command import ModuleFailed, SoftFail, read_gpu_info
+
+# Every module_utils file on_box imports, itself first: what the box reader sends.
+READER_MODULES = ("host_resources", "box_module", "hf_plan", "hf_records", "nvidia_smi_command", "nvidia_smi")
 
 GIB = 1024 ** 3
 
@@ -206,3 +214,74 @@ def group_names(gids, name_of=None):
         except KeyError:
             names.append(str(gid))
     return names
+
+
+# The module's work on the host (``module``: its AnsibleModule, or box_module's stand-in).
+def image_present(module, docker, label):
+    """True when Docker holds an image with ``label`` (False when Docker cannot be asked)."""
+    if not docker:
+        return False
+    rc, out, dummy = module.run_command([docker, "image", "ls", "--quiet", "--filter", "label=%s" % label])
+    return rc == 0 and bool(out.strip())
+
+
+def ask_docker(module, docker, container, user):
+    """The daemon's answer, the own container's state and the user's groups (see RETURN: docker)."""
+    if docker:
+        rc, out, err = module.run_command([docker, "info", "--format", "{{json .}}"])
+    else:
+        rc, out, err = 127, "", "docker is not installed (not on PATH)"
+    answer = docker_info_answer(rc, out, err)
+    answer["own_container_running"] = False
+    if answer["ok"] and container:
+        rc, out, dummy = module.run_command([docker, "container", "inspect", "--format", "{{.State.Running}}",
+                                             container])
+        answer["own_container_running"] = rc == 0 and out.strip() == "true"
+    egid = os.getegid()  # first, as `id -nG` prints them
+    answer["groups"] = None if user == "root" else group_names([egid] + [g for g in os.getgroups() if g != egid])
+    return answer
+
+
+def read_host(module):
+    """host_resources' answer, ended with module.exit_json."""
+    p = module.params
+    user = getpass.getuser()
+    docker = module.get_bin_path("docker", required=False)
+    extra = {}
+    if p["docker"]:
+        extra["docker"] = ask_docker(module, docker, p["docker_container"], user)
+    requests = []
+    for request in p["paths"]:
+        path = request["path"]
+        if request["docker_root"]:
+            path = (extra.get("docker") or {}).get("root_dir") or DOCKER_ROOT
+        need, why = weights_need_gib(request)
+        if request["present_image_label"] and image_present(module, docker, request["present_image_label"]):
+            need, why = 0, "image present"
+        requests.append({"name": request["name"], "path": path, "need_gib": need, "in_place": why})
+    filesystems = disk_budget(requests, os.path.exists, device_id, statvfs_free_bytes)
+    try:
+        with open("/proc/meminfo") as handle:
+            memory = parse_meminfo(handle.read())
+    except (IOError, OSError):
+        memory = None
+    ports = []
+    for port in p["ports"]:
+        free, why = port_free(port, p["address"])
+        ports.append({"port": port, "free": free, "why": why})
+    tools = find_tools(p["tools"], lambda name: module.get_bin_path(name, required=False))
+    if p["gpus"] is not None:
+        try:
+            extra["gpu_info"] = read_gpu_info(SoftFail(module), p["gpus"]["nvidia_smi"], p["gpus"]["gpus"],
+                                              p["gpus"]["p2p_gpus"])
+        except ModuleFailed as failed:
+            extra["gpu_info"] = dict(failed.result, failed=True)
+    module.exit_json(changed=False, filesystems=filesystems, memory_available_mib=memory,
+                     ports=ports, tools=tools, system=platform.system(),
+                     architecture=platform.machine(), user=user, python=sys.executable,
+                     python_requests=importlib.util.find_spec("requests") is not None, **extra)
+
+
+def on_box(params):
+    """host_resources' answer, run by the box reader with the host's Python."""
+    return box_module.answer(read_host, params)

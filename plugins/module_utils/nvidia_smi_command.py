@@ -10,8 +10,12 @@ __metaclass__ = type
 import os
 from concurrent import futures
 
+from ansible_collections.glm53.tensorfold.plugins.module_utils import box_module
 from ansible_collections.glm53.tensorfold.plugins.module_utils import nvidia_smi as smi
 from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi import command_failure
+
+# Every module_utils file gpu_info_on_box imports, itself first: what the box reader sends.
+READER_MODULES = ("nvidia_smi_command", "box_module", "nvidia_smi")
 
 
 def find_nvidia_smi(module, given=None):
@@ -189,3 +193,14 @@ class SoftFail(object):
 
     def __getattr__(self, name):
         return getattr(self._module, name)
+
+
+def gpu_info_main(module):
+    """gpu_info's work on the host: ``module`` is its AnsibleModule, or box_module's stand-in."""
+    params = module.params
+    module.exit_json(changed=False, **read_gpu_info(module, params["nvidia_smi"], params["gpus"], params["p2p_gpus"]))
+
+
+def gpu_info_on_box(params):
+    """gpu_info's answer, run by the box reader with the host's Python."""
+    return box_module.answer(gpu_info_main, params)

@@ -36,11 +36,6 @@ description:
     RV(converged): site.yml's monitoring step reads it alone."
   - Only reads; it never changes the box, so check mode gives the same answer.
   - Talks to the Docker Engine API over its unix socket (three GETs at most) and to the API once.
-  - "Where the connection pipelines, its action runs the comparison with the box's own Python and
-    no AnsiballZ (RV(read_with)): the box pays about a tenth of a module run's CPU, which is most of
-    what a converged fleet costs the boxes. The interpreter is C(ansible_python_interpreter), the one
-    discovered earlier in the run, or C(python3) from the PATH; without pipelining, without such an
-    interpreter, or with a path that holds C(~) or C($), the module runs as any other."
 author:
   - glm53.tensorfold contributors (@glm53)
 options:
@@ -126,6 +121,8 @@ options:
     default: false
 notes:
   - Read the RV(differs) list rather than RV(converged) alone when deciding which steps to run.
+extends_documentation_fragment:
+  - glm53.tensorfold.read_only.box_reader
 attributes:
   check_mode:
     description: Can run in check_mode and return the same answer.

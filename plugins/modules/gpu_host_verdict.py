@@ -153,6 +153,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+read_with:
+  description: How M(glm53.tensorfold.host_resources) read the host, C(box reader) or C(module) (see that module's notes).
+  returned: when it read the host (O(host_resources))
+  type: str
+  sample: box reader
 status:
   description: C(fail) when any problem is an error, C(warn) when only warnings, else C(pass).
   returned: when judging a host

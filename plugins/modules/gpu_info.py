@@ -26,6 +26,7 @@ description:
 extends_documentation_fragment:
   - glm53.tensorfold.read_only
   - glm53.tensorfold.read_only.nvidia_smi
+  - glm53.tensorfold.read_only.box_reader
 author:
   - glm53.tensorfold contributors (@glm53)
 options:
@@ -69,6 +70,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+read_with:
+  description: Which answered, C(box reader) (the host's Python ran the module's code, no AnsiballZ) or C(module).
+  returned: when run by its action
+  type: str
+  sample: box reader
 gpus:
   description:
     - One dict per selected GPU, in the order asked (index order when O(gpus) is empty).
@@ -186,20 +192,20 @@ peer:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi_command import read_gpu_info
+from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi_command import gpu_info_main
+
+
+ARGUMENT_SPEC = dict(
+    nvidia_smi=dict(type="path"),
+    gpus=dict(type="list", elements="int", default=[]),
+    p2p_gpus=dict(type="list", elements="int", default=[]),
+)
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            nvidia_smi=dict(type="path"),
-            gpus=dict(type="list", elements="int", default=[]),
-            p2p_gpus=dict(type="list", elements="int", default=[]),
-        ),
-        supports_check_mode=True,
-    )
-    module.exit_json(changed=False, **read_gpu_info(module, module.params["nvidia_smi"], module.params["gpus"],
-                                                    module.params["p2p_gpus"]))
+    # Its action (plugins/action/gpu_info.py) runs the same gpu_info_main on the host without this
+    # module where the connection pipelines.
+    gpu_info_main(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True))
 
 
 if __name__ == "__main__":

@@ -107,6 +107,7 @@ options:
         default: []
 extends_documentation_fragment:
   - glm53.tensorfold.read_only
+  - glm53.tensorfold.read_only.box_reader
 """
 
 EXAMPLES = r"""
@@ -122,6 +123,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+read_with:
+  description: Which answered, C(box reader) (the host's Python ran the module's code, no AnsiballZ) or C(module).
+  returned: when M(glm53.tensorfold.gpu_host_verdict) reads the host
+  type: str
+  sample: box reader
 filesystems:
   description: One entry per filesystem the paths land on, in the order first met.
   returned: always
@@ -207,104 +213,37 @@ gpu_info:
   type: dict
 """
 
-import getpass
-import importlib.util
-import os
-import platform
-import sys
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import host_resources as res
-from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi_command import ModuleFailed, SoftFail, read_gpu_info
 
-
-def image_present(module, docker, label):
-    """True when Docker holds an image with ``label`` (False when Docker cannot be asked)."""
-    if not docker:
-        return False
-    rc, out, dummy = module.run_command([docker, "image", "ls", "--quiet", "--filter", "label=%s" % label])
-    return rc == 0 and bool(out.strip())
-
-
-def ask_docker(module, docker, container, user):
-    """The daemon's answer, the own container's state and the user's groups (see RETURN: docker)."""
-    if docker:
-        rc, out, err = module.run_command([docker, "info", "--format", "{{json .}}"])
-    else:
-        rc, out, err = 127, "", "docker is not installed (not on PATH)"
-    answer = res.docker_info_answer(rc, out, err)
-    answer["own_container_running"] = False
-    if answer["ok"] and container:
-        rc, out, dummy = module.run_command([docker, "container", "inspect", "--format", "{{.State.Running}}",
-                                             container])
-        answer["own_container_running"] = rc == 0 and out.strip() == "true"
-    egid = os.getegid()  # first, as `id -nG` prints them
-    answer["groups"] = None if user == "root" else res.group_names([egid] + [g for g in os.getgroups() if g != egid])
-    return answer
+ARGUMENT_SPEC = dict(
+    paths=dict(type="list", elements="dict", default=[], options=dict(
+        name=dict(type="str", required=True),
+        path=dict(type="path"),
+        docker_root=dict(type="bool", default=False),
+        need_gib=dict(type="float", required=True),
+        state_dir=dict(type="path"),
+        revision=dict(type="str"),
+        present_image_label=dict(type="str"),
+    ), required_one_of=[("path", "docker_root")]),
+    ports=dict(type="list", elements="int", default=[]),
+    address=dict(type="str", default="0.0.0.0"),
+    tools=dict(type="list", elements="str", default=[]),
+    docker=dict(type="bool", default=False),
+    docker_container=dict(type="str"),
+    gpus=dict(type="dict", options=dict(
+        nvidia_smi=dict(type="path"),
+        gpus=dict(type="list", elements="int", default=[]),
+        p2p_gpus=dict(type="list", elements="int", default=[]),
+    )),
+)
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            paths=dict(type="list", elements="dict", default=[], options=dict(
-                name=dict(type="str", required=True),
-                path=dict(type="path"),
-                docker_root=dict(type="bool", default=False),
-                need_gib=dict(type="float", required=True),
-                state_dir=dict(type="path"),
-                revision=dict(type="str"),
-                present_image_label=dict(type="str"),
-            ), required_one_of=[("path", "docker_root")]),
-            ports=dict(type="list", elements="int", default=[]),
-            address=dict(type="str", default="0.0.0.0"),
-            tools=dict(type="list", elements="str", default=[]),
-            docker=dict(type="bool", default=False),
-            docker_container=dict(type="str"),
-            gpus=dict(type="dict", options=dict(
-                nvidia_smi=dict(type="path"),
-                gpus=dict(type="list", elements="int", default=[]),
-                p2p_gpus=dict(type="list", elements="int", default=[]),
-            )),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
-    user = getpass.getuser()
-    docker = module.get_bin_path("docker", required=False)
-    extra = {}
-    if p["docker"]:
-        extra["docker"] = ask_docker(module, docker, p["docker_container"], user)
-    requests = []
-    for request in p["paths"]:
-        path = request["path"]
-        if request["docker_root"]:
-            path = (extra.get("docker") or {}).get("root_dir") or res.DOCKER_ROOT
-        need, why = res.weights_need_gib(request)
-        if request["present_image_label"] and image_present(module, docker, request["present_image_label"]):
-            need, why = 0, "image present"
-        requests.append({"name": request["name"], "path": path, "need_gib": need, "in_place": why})
-    filesystems = res.disk_budget(requests, os.path.exists, res.device_id, res.statvfs_free_bytes)
-    try:
-        with open("/proc/meminfo") as handle:
-            memory = res.parse_meminfo(handle.read())
-    except (IOError, OSError):
-        memory = None
-    ports = []
-    for port in p["ports"]:
-        free, why = res.port_free(port, p["address"])
-        ports.append({"port": port, "free": free, "why": why})
-    tools = res.find_tools(p["tools"], lambda name: module.get_bin_path(name, required=False))
-    if p["gpus"] is not None:
-        try:
-            extra["gpu_info"] = read_gpu_info(SoftFail(module), p["gpus"]["nvidia_smi"], p["gpus"]["gpus"],
-                                              p["gpus"]["p2p_gpus"])
-        except ModuleFailed as failed:
-            extra["gpu_info"] = dict(failed.result, failed=True)
-    module.exit_json(changed=False, filesystems=filesystems, memory_available_mib=memory,
-                     ports=ports, tools=tools, system=platform.system(),
-                     architecture=platform.machine(), user=user, python=sys.executable,
-                     python_requests=importlib.util.find_spec("requests") is not None, **extra)
+    # Its caller's action (gpu_host_verdict) runs the same read_host on the host without this module
+    # where the connection pipelines (plugin_utils/box_reader.py).
+    res.read_host(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True))
 
 
 if __name__ == "__main__":

@@ -10,8 +10,10 @@ host. A reader that needs only the standard library and a few of the collection'
 files (the fast path's converged.read_box) is sent instead as one small program on standard input,
 the way a pipelined module is sent (the same connection, the same become), and imports those files
 from memory: a tenth of the cost. Where that way is closed (no pipelining, a path the host must
-expand, no python3 on the host) ``read`` answers None and the caller runs its module, which calls
-the same function.
+expand, no python3 on the host) ``read_or_run`` runs the module, which calls the same function.
+The readers: converged.read_box (converged_info), nvidia_smi_command.gpu_info_on_box (gpu_info),
+host_resources.on_box (host_resources, under gpu_host_verdict); module_utils/box_module.py stands
+for AnsibleModule in the last two.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,6 +23,9 @@ __metaclass__ = type
 import json
 import os
 import shlex
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
 
 PACKAGE = "ansible_collections.glm53.tensorfold.plugins.module_utils"
 MODULE_UTILS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils")
@@ -78,15 +83,15 @@ def program(names, function, params):
                       "module": "%s.%s" % (PACKAGE, names[0]), "function": function, "params": json.dumps(params)}
 
 
-def interpreter(action, task_vars):
+def interpreter(action, task_vars, any_python=True):
     """The host's Python: ansible_python_interpreter when it names one, else the one discovered
-    earlier in this run, else python3 from the PATH (the reader needs only the standard library)."""
+    earlier in this run, else (``any_python``) python3 from the PATH, else None."""
     named = task_vars.get("ansible_python_interpreter")
     if named:
         named = action._templar.template(named)  # pylint: disable=protected-access  # ActionBase's templar
     if not named or str(named).startswith("auto"):
-        named = (task_vars.get("ansible_facts") or {}).get("discovered_interpreter_python") or "python3"
-    return str(named)
+        named = (task_vars.get("ansible_facts") or {}).get("discovered_interpreter_python") or ("python3" if any_python else None)
+    return None if named is None else str(named)
 
 
 def parse(stdout):
@@ -101,12 +106,17 @@ def parse(stdout):
     return None
 
 
-def read(action, task_vars, names, function, params):
+def read(action, task_vars, names, function, params, any_python=True):
     """The reader's answer from the host, or None when this way is closed and the caller must run
-    its module. ``params``: the function's parameters, checked and completed on the controller."""
-    if not action._is_pipelining_enabled("new"):  # pylint: disable=protected-access  # ActionBase's own test
+    its module. ``params``: the function's parameters, checked and completed on the controller.
+    ``any_python``: any python3 will do (else only the one Ansible's modules use on the host)."""
+    python = interpreter(action, task_vars, any_python)
+    if python is None or not action._is_pipelining_enabled("new"):  # pylint: disable=protected-access  # ActionBase's own test
         return None
-    command = "%s -" % shlex.quote(interpreter(action, task_vars))
+    # The task's `environment` goes first, as the shell plugin puts it before a module's command;
+    # an interpreter with arguments (/usr/bin/env python3) keeps them.
+    command = " ".join([action._compute_environment_string()]  # pylint: disable=protected-access
+                       + [shlex.quote(part) for part in shlex.split(python)] + ["-"]).strip()
     ran = action._low_level_execute_command(command, in_data=program(names, function, params).encode("utf-8"))  # pylint: disable=protected-access
     if ran["rc"] in NO_INTERPRETER:
         return None
@@ -116,3 +126,58 @@ def read(action, task_vars, names, function, params):
                 "msg": "the reader %s.%s failed on the host (rc %s): %s" % (
                     names[0], function, ran["rc"], (ran.get("stderr") or ran.get("stdout") or "").strip()[-2000:])}
     return answer
+
+
+def path_values(spec, args):
+    """Every value of ``args`` that ``spec`` types as a path, suboptions included."""
+    found = []
+    for name, option in spec.items():
+        value = (args or {}).get(name)
+        if value is None:
+            continue
+        if option.get("type") == "path" or option.get("elements") == "path":
+            found.extend(value if isinstance(value, list) else [value])
+        elif option.get("options"):
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, dict):
+                    found.extend(path_values(option["options"], item))
+    return found
+
+
+def read_or_run(action, task_vars, module_name, spec, args, names, function, any_python=True):
+    """The answer of module ``module_name`` (options ``spec``) for ``args``: from the box reader
+    (``names[0].function`` on the checked options) where it can run, else from the module itself,
+    which also reports bad options and expands a path that holds ``~`` or ``$`` on the host.
+    ``read_with`` says which of the two answered. ``any_python``: as for ``read``."""
+    checked = ArgumentSpecValidator(spec).validate(args)
+    answer = None
+    if not checked.error_messages and not any("~" in value or "$" in value
+                                              for value in path_values(spec, args) if isinstance(value, str)):
+        answer = read(action, task_vars, names, function, checked.validated_parameters, any_python)
+    if answer is None:
+        answer = action._execute_module(module_name=module_name, module_args=args, task_vars=task_vars)  # pylint: disable=protected-access
+        answer["read_with"] = "module"
+    else:
+        answer["read_with"] = "box reader"
+    return answer
+
+
+class BoxReaderAction(ActionBase):
+    """The action of a read-only module whose work a module_utils function does: the box reader
+    where it can run, else the module. Subclasses set MODULE, ARGUMENT_SPEC (the module's),
+    READER_MODULES and FUNCTION."""
+
+    TRANSFERS_FILES = False
+    MODULE, ARGUMENT_SPEC, READER_MODULES, FUNCTION = None, {}, (), None
+
+    @property
+    def _VALID_ARGS(self):  # pylint: disable=invalid-name  # ActionBase's name
+        return frozenset(self.ARGUMENT_SPEC)
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super(BoxReaderAction, self).run(tmp, task_vars)
+        result.update(read_or_run(self, task_vars, self.MODULE, self.ARGUMENT_SPEC, self._task.args,
+                                  self.READER_MODULES, self.FUNCTION))
+        result["changed"] = False
+        return result

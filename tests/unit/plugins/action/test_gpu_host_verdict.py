@@ -48,7 +48,8 @@ EXPECT = {"gpu_count": 2, "gpu_indices": [1, 0], "model_pattern": "RTX PRO 6000 
 def plugin_for(args, templar=None):
     """The action for a task with ``args`` (what ActionBase reads of the task and the connection)."""
     task = SimpleNamespace(action="glm53.tensorfold.gpu_host_verdict", async_val=0, check_mode=False, args=args)
-    connection = SimpleNamespace(_shell=SimpleNamespace(tmpdir=None))
+    # No pipelining: the module runs (the box reader's way is plugin_utils/test_box_reader.py's).
+    connection = SimpleNamespace(_shell=SimpleNamespace(tmpdir=None), is_pipelining_enabled=lambda wrap_async=False: False)
     return ActionModule(task, connection, PlayContext(), loader=None, templar=templar, shared_loader_obj=None)
 
 
@@ -72,6 +73,7 @@ def test_one_module_run_on_the_host_with_the_options_given_and_a_clean_host_pass
     assert [g["index"] for g in result["gpus"]] == [1, 0]
     assert result["ansible_facts"] == {"gpu_host_checks_gpus": result["gpus"]}
     assert "warnings" not in result and not result.get("failed")
+    assert result["read_with"] == "module"  # no pipelining here
 
 
 def test_with_fail_an_erroneous_host_fails_with_every_message_and_still_has_its_verdict():

@@ -10,11 +10,17 @@ __metaclass__ = type
 import json
 import os
 import stat
+import subprocess
 import sys
 
 import pytest
 
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils import host_resources as host_resources_utils
+from ansible_collections.glm53.tensorfold.plugins.module_utils import nvidia_smi_command
 from ansible_collections.glm53.tensorfold.plugins.modules import gpu_info, gpu_peer_info, host_resources
+from ansible_collections.glm53.tensorfold.plugins.plugin_utils import box_reader
 
 CARD = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"
 # nvidia-smi's answers for a box of two cards, in the shapes of the recordings (driver 580): the
@@ -154,3 +160,44 @@ def test_host_resources_returns_gpus_that_cannot_be_read_without_failing(tmp_pat
 
 def test_host_resources_without_gpus_asks_no_gpu(run_module):
     assert "gpu_info" not in run_module(host_resources, tools=["sh"])
+
+
+# The box reader (plugin_utils/box_reader.py) runs the same work with the host's Python and no
+# AnsiballZ; here in a Python that cannot import Ansible (-I -S), so an import it does not carry fails.
+def box_reader_answer(modules, function, spec, **args):
+    params = ArgumentSpecValidator(spec).validate(args).validated_parameters
+    proc = subprocess.run([sys.executable, "-I", "-S", "-"], input=box_reader.program(modules, function, params).encode(),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    return box_reader.parse(proc.stdout.decode())
+
+
+@pytest.mark.parametrize("write", ["OK", "CNS"])
+def test_gpu_info_answers_alike_from_the_module_and_the_box_reader(smi, run_module, write):
+    binary = smi(write=write)
+    module = run_module(gpu_info, nvidia_smi=binary, p2p_gpus=[0, 1])
+    box = box_reader_answer(nvidia_smi_command.READER_MODULES, "gpu_info_on_box", gpu_info.ARGUMENT_SPEC,
+                            nvidia_smi=binary, p2p_gpus=[0, 1])
+    warnings = box.pop("warnings", [])
+    assert box == module and box["gpus"]
+    assert bool(warnings) == (write != "OK")  # a pair that cannot write to each other is a warning, as the module's
+
+
+def test_a_missing_nvidia_smi_fails_alike_from_the_module_and_the_box_reader(tmp_path, run_module):
+    missing = str(tmp_path / "missing-nvidia-smi")
+    module = run_module(gpu_info, nvidia_smi=missing)
+    box = box_reader_answer(nvidia_smi_command.READER_MODULES, "gpu_info_on_box", gpu_info.ARGUMENT_SPEC, nvidia_smi=missing)
+    assert box == module and box["failed"] is True and "nvidia-smi not found" in box["msg"]
+
+
+def test_host_resources_answers_alike_from_the_module_and_the_box_reader(tmp_path, monkeypatch, smi, run_module):
+    fake_docker(tmp_path, monkeypatch)
+    args = dict(docker=True, docker_container="glm53-tensorfold", tools=["sh", "no-such-tool"], ports=[1],
+                paths=[{"name": "image build", "docker_root": True, "need_gib": 0.001}],
+                gpus={"nvidia_smi": smi(), "p2p_gpus": [0, 1]})
+    module = run_module(host_resources, **args)
+    box = box_reader_answer(host_resources_utils.READER_MODULES, "on_box", host_resources.ARGUMENT_SPEC, **args)
+    assert box.pop("python_requests") is False  # this Python sees no site-packages; the module's does
+    module.pop("python_requests")
+    assert box.pop("memory_available_mib") > 0 and module.pop("memory_available_mib") > 0  # read a moment apart
+    assert box == module and box["docker"]["ok"] and box["gpu_info"]["gpus"]

@@ -61,12 +61,15 @@ class Action:
     """What read() uses of an action: the pipelining test, the templar, one command."""
 
     def __init__(self, pipelining=True, rc=0, stdout="", stderr=""):
-        self.pipelining, self.ran = pipelining, []
+        self.pipelining, self.ran, self.environment = pipelining, [], ""
         self.answer = {"rc": rc, "stdout": stdout, "stderr": stderr}
         self._templar = Templar()
 
     def _is_pipelining_enabled(self, style):
         return self.pipelining and style == "new"
+
+    def _compute_environment_string(self):
+        return self.environment
 
     def _low_level_execute_command(self, command, in_data=None):
         self.ran.append((command, in_data))
@@ -87,6 +90,15 @@ def test_read_runs_the_named_python_on_stdin_or_steps_aside():
     action = Action(stdout="{}")
     box_reader.read(action, {"ansible_python_interpreter": "auto_silent"}, ("converged",), "read_box", {})
     assert action.ran[0][0] == "python3 -"
+    # The task's environment comes first, as before a module; an interpreter keeps its arguments.
+    action = Action(stdout="{}")
+    action.environment = "PATH=/opt/nvidia/bin:/usr/bin"
+    box_reader.read(action, {"ansible_python_interpreter": "/usr/bin/env python3"}, ("converged",), "read_box", {})
+    assert action.ran[0][0] == "PATH=/opt/nvidia/bin:/usr/bin /usr/bin/env python3 -"
+    # A reader that must run in the modules' own Python does not guess one.
+    action = Action(stdout="{}")
+    assert box_reader.read(action, {"ansible_python_interpreter": "auto"}, ("x",), "f", {}, any_python=False) is None
+    assert not action.ran
     # No pipelining: nothing runs, the caller runs its module; no interpreter there: the same.
     action = Action(pipelining=False)
     assert box_reader.read(action, {}, ("converged",), "read_box", {}) is None and not action.ran
