@@ -37,7 +37,7 @@ notes:
   - "Where the connection pipelines, the module's action (for host_resources, that of
     M(glm53.tensorfold.gpu_host_verdict)) runs the same code with the host's own Python and no
     AnsiballZ: the program and its options go on standard input, as a pipelined module's do; it
-    costs the host about a tenth of a module run's CPU. The Python is C(ansible_python_interpreter),
+    costs the host about a quarter of a module run's CPU. The Python is C(ansible_python_interpreter),
     the one discovered earlier in the run, or C(python3) from E(PATH) (not for host_resources, which
     reports on the modules' own Python: its module runs then). Without pipelining, without
     such a Python, or with a path option that holds C(~) or C($), the module runs as any other, with

@@ -17,7 +17,7 @@ does not count toward ``converged``: site.yml's monitoring step uses it alone. `
 box and compares; everything else here is pure apart from reading the weights' small state files.
 
 Only the standard library and READER_MODULES: the fast path's action runs ``read_box`` on the box
-with the box's python3 and no AnsiballZ (plugin_utils/box_reader.py), which costs the box a tenth of
+with the box's python3 and no AnsiballZ (plugin_utils/box_reader.py), which costs the box a quarter of
 a module run; the converged_info module runs the same function where that cannot be done.
 """
 

@@ -9,8 +9,8 @@ ansible.module_utils.basic and its helpers from source: about 0.25 s of CPU in e
 host. A reader that needs only the standard library and a few of the collection's module_utils
 files (the fast path's converged.read_box) is sent instead as one small program on standard input,
 the way a pipelined module is sent (the same connection, the same become), and imports those files
-from memory: a tenth of the cost. Where that way is closed (no pipelining, a path the host must
-expand, no python3 on the host) ``read_or_run`` runs the module, which calls the same function.
+from memory: about a quarter of the cost. Where that way is closed (no pipelining, a path the host
+must expand, no python3 on the host) ``read_or_run`` runs the module, which calls the same function.
 The readers: converged.read_box (converged_info), nvidia_smi_command.gpu_info_on_box (gpu_info),
 host_resources.on_box (host_resources, under gpu_host_verdict); module_utils/box_module.py stands
 for AnsibleModule in the last two.
