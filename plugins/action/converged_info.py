@@ -11,7 +11,7 @@ __metaclass__ = type
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import converged
 from ansible_collections.glm53.tensorfold.plugins.modules.converged_info import ARGUMENT_SPEC
-from ansible_collections.glm53.tensorfold.plugins.plugin_utils.box_reader import BoxReaderAction
+from ansible_collections.glm53.tensorfold.plugins.plugin_utils.box_reader_action import BoxReaderAction
 
 
 class ActionModule(BoxReaderAction):

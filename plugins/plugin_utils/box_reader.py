@@ -25,7 +25,6 @@ import os
 import shlex
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.plugins.action import ActionBase
 
 PACKAGE = "ansible_collections.glm53.tensorfold.plugins.module_utils"
 MODULE_UTILS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils")
@@ -160,24 +159,3 @@ def read_or_run(action, task_vars, module_name, spec, args, names, function, any
     else:
         answer["read_with"] = "box reader"
     return answer
-
-
-class BoxReaderAction(ActionBase):
-    """The action of a read-only module whose work a module_utils function does: the box reader
-    where it can run, else the module. Subclasses set MODULE, ARGUMENT_SPEC (the module's),
-    READER_MODULES and FUNCTION."""
-
-    TRANSFERS_FILES = False
-    MODULE, ARGUMENT_SPEC, READER_MODULES, FUNCTION = None, {}, (), None
-
-    @property
-    def _VALID_ARGS(self):  # pylint: disable=invalid-name  # ActionBase's name
-        return frozenset(self.ARGUMENT_SPEC)
-
-    def run(self, tmp=None, task_vars=None):
-        task_vars = task_vars or {}
-        result = super(BoxReaderAction, self).run(tmp, task_vars)
-        result.update(read_or_run(self, task_vars, self.MODULE, self.ARGUMENT_SPEC, self._task.args,
-                                  self.READER_MODULES, self.FUNCTION))
-        result["changed"] = False
-        return result
