@@ -17,7 +17,7 @@ import yaml
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import load_extra_vars
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import settings_spec
+from ansible_collections.glm53.tensorfold.plugins.module_utils import image_inputs, settings_spec
 
 COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROLES = os.path.join(COLLECTION, "roles")
@@ -65,10 +65,24 @@ def _spec_defaults(role_specs):
     return defaults
 
 
+IMAGE_PREFIX = "tensorfold_image_"
+IMAGE_CHOICES = ("ignore", "also", "only")
+
+
+def _image_problems(values, defaults, host, earlier):
+    """The image settings' problems (module_utils/image_inputs.py), on the values as the role gets
+    them (its defaults where the host sets none); a setting named in ``earlier`` is not named twice."""
+    flagged = set(entry.get("setting") for entry in earlier)
+    image_values = dict((name, values.get(name, defaults.get(name))) for name in set(values) | set(defaults)
+                        if name.startswith(IMAGE_PREFIX))
+    return [entry for entry in image_inputs.settings_problems(image_values, host, os.path.isdir)
+            if entry["setting"] not in flagged]
+
+
 class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset()
+    _VALID_ARGS = frozenset(("image",))
 
     def _play_keyword_values(self):
         """What a play's serial keyword sees of PLAY_KEYWORD_SETTINGS: the command line's values,
@@ -84,14 +98,11 @@ class ActionModule(ActionBase):
                 found[name] = self._templar.template(play_vars[name])
         return found
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        task_vars = task_vars or {}
-        role_specs = _role_specs()
-        spec = settings_spec.merge_specs(role_specs)
+    def _values(self, spec, names, task_vars, host):
+        """The settings among ``names`` that this host defines, templated, and the problems of those
+        whose template fails."""
         values, unresolved = {}, []
-        host = task_vars.get("inventory_hostname", "host")
-        for name in spec:
+        for name in names:
             if name not in task_vars:
                 continue
             try:
@@ -100,9 +111,35 @@ class ActionModule(ActionBase):
                 entry = settings_spec.unresolved_setting(name, error, host, bool(spec[name].get("no_log")))
                 if entry:
                     unresolved.append(entry)
+        return values, unresolved
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        task_vars = task_vars or {}
+        image = self._task.args.get("image", "ignore")
+        if image not in IMAGE_CHOICES:
+            result.update(failed=True, msg="image must be one of %s, not %r" % (", ".join(IMAGE_CHOICES), image))
+            return result
+        role_specs = _role_specs()
+        spec = settings_spec.merge_specs(role_specs)
+        host = task_vars.get("inventory_hostname", "host")
         defaults = _spec_defaults(role_specs)
+        if image == "only":
+            # The image role's own check (its tasks/validate.yml): every other setting was checked in
+            # this run's first play, and the fingerprint that play published stays as it is.
+            names = [name for name in spec if name.startswith(IMAGE_PREFIX)]
+            values, unresolved = self._values(spec, names, task_vars, host)
+            problems = unresolved + _image_problems(values, defaults, host, unresolved)
+            result.update(changed=False, problems=problems)
+            if problems:
+                result.update(failed=True, msg=[entry["message"] for entry in problems])
+            return result
+        values, unresolved = self._values(spec, spec, task_vars, host)
         # The inventory's groups: the image's build host and a gateway host's rules read them.
         problems = settings_spec.settings_problems(spec, values, host, unresolved, task_vars.get("groups"), defaults)
+        if image == "also":
+            # The image's own rules (site.yml's pre-flight in a run that builds it: one task per host, not two).
+            problems += _image_problems(values, defaults, host, problems)
         warnings = settings_spec.unused_play_keywords(values, self._play_keyword_values(), defaults)
         # The collection's own names are read from its files only when a name is not a setting (a
         # run's pre-flight sees settings alone, so a converged run does not pay the reading).

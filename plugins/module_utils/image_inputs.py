@@ -25,6 +25,50 @@ PATCH_NAME_RE = re.compile(r"^([0-9]{4})-.+\.patch$")
 TAG_LENGTH = 16
 
 
+HEX40_RE = re.compile(r"^[0-9a-f]{40}$")
+HEX64_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+def settings_problems(values, host, is_directory):
+    """The image settings' problems as E_SETTINGS records (none when the settings can build the
+    image). ``values``: the tensorfold_image_* settings, defaults included; ``is_directory``: a
+    test for a folder on the controller, where the patch series is read."""
+    def text(name):
+        value = values.get(name)
+        return "" if value is None else str(value)
+
+    series_dir, site_dir = text("tensorfold_image_patch_series_dir"), text("tensorfold_image_site_patches_dir")
+    checks = (
+        ("tensorfold_image_engine_commit", not HEX40_RE.match(text("tensorfold_image_engine_commit")),
+         "tensorfold_image_engine_commit must be the full 40-hex TensorFold commit to build (the recipe's starts "
+         "f350cd3e; `git rev-parse f350cd3e` in a TensorFold clone gives it), not \"%s\"" % text("tensorfold_image_engine_commit")),
+        ("tensorfold_image_zig_sha256", not HEX64_RE.match(text("tensorfold_image_zig_sha256")),
+         "tensorfold_image_zig_sha256 must be the Zig tarball's 64-hex sha256, not \"%s\"" % text("tensorfold_image_zig_sha256")),
+        ("tensorfold_image_patch_series_repo",
+         not series_dir and (not text("tensorfold_image_patch_series_repo")
+                             or not HEX40_RE.match(text("tensorfold_image_patch_series_commit"))),
+         "the recipe's patch series has no source: set tensorfold_image_patch_series_repo with a full 40-hex "
+         "tensorfold_image_patch_series_commit, or tensorfold_image_patch_series_dir to a folder on the controller"),
+        ("tensorfold_image_patch_series_dir", bool(series_dir) and not is_directory(series_dir),
+         "tensorfold_image_patch_series_dir %s is not a folder on the controller" % series_dir),
+        ("tensorfold_image_site_patches_dir", bool(site_dir) and not is_directory(site_dir),
+         "tensorfold_image_site_patches_dir %s is not a folder on the controller (an empty folder, or \"\", means no "
+         "site patches)" % site_dir),
+        ("tensorfold_image_registry", text("tensorfold_image_build_strategy") == "registry" and not text("tensorfold_image_registry"),
+         "tensorfold_image_build_strategy is registry but tensorfold_image_registry is empty"),
+        ("tensorfold_image_move_port", not _is_port(values.get("tensorfold_image_move_port")),
+         "tensorfold_image_move_port must be a TCP port (1-65535), not \"%s\"" % text("tensorfold_image_move_port")),
+    )
+    return [record("E_SETTINGS", host, what, setting=name) for name, bad, what in checks if bad]
+
+
+def _is_port(value):
+    try:
+        return 1 <= int(str(value).strip()) <= 65535
+    except ValueError:
+        return False
+
+
 def patch_number(name):
     """The patch's four-digit number as an int, or None when the name does not follow NNNN-name.patch."""
     match = PATCH_NAME_RE.match(name)

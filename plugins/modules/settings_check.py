@@ -43,11 +43,25 @@ description:
     shape the image, computed once per run (a later call keeps the fact the first one set), and
     set as a fact only when the settings have no problem.
     M(glm53.tensorfold.converged_info) compares it with the box's deploy record."
-  - Takes no options; reads the host's variables.
+  - "With O(image=also), also the engine image's settings, the rules of the role C(tensorfold_image):
+    the full 40-hex engine commit, the Zig tarball's 64-hex sha256, a source for the patch series
+    (a repository with a 40-hex commit, or a folder on the controller), folders that exist on the
+    controller, a registry for the C(registry) strategy, the copy port. site.yml's pre-flight asks
+    for them on a GPU host where the run builds the image, so a fleet pays one check per host."
+  - Reads the host's variables.
 version_added: "0.2.0"
 author:
   - glm53.tensorfold contributors (@glm53)
-options: {}
+options:
+  image:
+    description:
+      - C(ignore) checks the settings without the engine image's rules.
+      - C(also) adds them (a setting already refused is not named twice).
+      - C(only) checks the image's settings alone and sets no fact (the role C(tensorfold_image)'s own
+        check), so the fingerprint of the run's first check stays as it is.
+    type: str
+    choices: [ignore, also, only]
+    default: ignore
 attributes:
   action:
     support: full
@@ -60,6 +74,10 @@ attributes:
 EXAMPLES = r"""
 - name: Check this host's settings
   glm53.tensorfold.settings_check:
+
+- name: Check them and the engine image's settings
+  glm53.tensorfold.settings_check:
+    image: also
 """
 
 RETURN = r"""
@@ -70,7 +88,7 @@ problems:
   elements: dict
 fingerprint:
   description: The settings fingerprint (sha256 hex), also set as the fact C(tensorfold_settings_fingerprint).
-  returned: always
+  returned: unless O(image=only)
   type: str
 """
 
@@ -78,7 +96,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 
 def main():
-    module = AnsibleModule(argument_spec={}, supports_check_mode=True)
+    module = AnsibleModule(argument_spec=dict(image=dict(type="str", choices=["ignore", "also", "only"], default="ignore")), supports_check_mode=True)
     module.fail_json(msg="glm53.tensorfold.settings_check runs on the controller as an action plugin")
 
 

@@ -61,11 +61,11 @@ def build(tmp_path, stubbed=STUBBED):
             shutil.copy(source, str(coll / name))
     for role in stubbed:
         entries = sorted(f[:-4] for f in os.listdir(str(coll / "roles" / role / "tasks")) if f.endswith(".yml"))
-        # The stub keeps the role's defaults: other roles' settings may default to them.
-        for part in ("tasks", "meta", "handlers", "templates", "files", "vars"):
+        # The stub keeps the role's defaults (other roles' settings may default to them) and its
+        # argument_specs, the settings pre-flight checks.
+        for part in ("tasks", "handlers", "templates", "files", "vars"):
             shutil.rmtree(str(coll / "roles" / role / part), ignore_errors=True)
         (coll / "roles" / role / "tasks").mkdir(parents=True)
-        (coll / "roles" / role / "meta").mkdir()
         (coll / "roles" / role / "meta" / "main.yml").write_text(STUB_META)
         (coll / "roles" / role / "tasks" / "main.yml").write_text(stub_tasks(role, ""))
         # Every task file another role or play may name with tasks_from records its entry.

@@ -16,9 +16,11 @@ sys.path.insert(0, os.path.dirname(__file__))
 import stub_collection  # noqa: E402
 from ansible_run import run_playbook  # noqa: E402
 
-# A full deploy: pre-flight (the image pins, the fast path's comparison), the steps, the deploy record.
+# A full deploy: pre-flight (the fast path's comparison), the steps, the deploy record.
 STEPS = ["gpu_host_checks", "nvidia_toolkit", "tensorfold_image", "weights_fetch", "rank_container", "smoke_test"]
-DEPLOY = ["tensorfold_image:validate", "rank_container:converged"] + STEPS + ["rank_container:deployed"]
+DEPLOY = ["rank_container:converged"] + STEPS + ["rank_container:deployed"]
+# The image's pins an operator sets (their defaults are empty): a run that builds the image needs them.
+PINS = {"tensorfold_image_engine_commit": "f350cd3e" + "0" * 32, "tensorfold_image_patch_series_commit": "e" * 40}
 RESTART_PLAY = "Rolling restart, tensorfold_restart_serial hosts at a time (drain, restart, smoke test, undrain)"
 
 
@@ -34,8 +36,8 @@ def site(collection, tmp_path, hosts=("gpu-a", "gpu-b"), host_vars=None, args=()
     logs.mkdir(exist_ok=True)
     children = {"gpu_hosts": {"hosts": dict((h, (host_vars or {}).get(h, {})) for h in hosts)}}
     children.update((name, {"hosts": dict((h, {}) for h in members)}) for name, members in (groups or {}).items())
-    inventory = {"all": {"vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-                                  "stub_log_dir": str(logs)},
+    inventory = {"all": {"vars": dict(PINS, ansible_connection="local", ansible_python_interpreter=sys.executable,
+                                      stub_log_dir=str(logs)),
                          "children": children}}
     (tmp_path / "hosts.yml").write_text(json.dumps(inventory))
     rc, output = run_playbook("glm53.tensorfold.%s" % playbook, tmp_path / "hosts.yml", cwd=tmp_path,
@@ -117,7 +119,7 @@ def test_stop_yml_is_the_stop_action(collection, tmp_path):
 def test_the_plan_runs_the_read_only_checks_and_the_plan_only(collection, tmp_path):
     rc, output, ran = site(collection, tmp_path, args=["-e", "tensorfold_plan=true"])
     assert rc == 0, output
-    assert roles(ran["gpu-a"]) == ["tensorfold_image:validate", "gpu_host_checks", "fleet_plan"], output
+    assert roles(ran["gpu-a"]) == ["gpu_host_checks", "fleet_plan"], output
     assert ("gpu_host_checks", "False") in ran["gpu-a"], "no toolkit step follows in a plan run"
 
 
@@ -125,7 +127,7 @@ def test_check_mode_runs_every_deploy_step_and_the_plan(collection, tmp_path):
     rc, output, ran = site(collection, tmp_path, args=["--check"])
     assert rc == 0, output
     # No fast path and no deploy record in check mode: every step runs (in check mode).
-    expected = ["tensorfold_image:validate"] + STEPS[:4] + ["fleet_plan"] + STEPS[4:]
+    expected = STEPS[:4] + ["fleet_plan"] + STEPS[4:]
     assert roles(ran["gpu-a"]) == expected, output
     assert ("gpu_host_checks", "True") in ran["gpu-a"], "the toolkit step follows, in check mode too"
 
@@ -208,10 +210,13 @@ def test_the_toolkit_step_requires_the_runtime_where_the_host_checks_left_it_to_
     assert ("nvidia_toolkit", "False") in ran["gpu-a"] and ("nvidia_toolkit", "True") in ran["gpu-b"], (ran, output)
 
 
-def test_the_image_tag_validates_the_image_pins_first(collection, tmp_path):
-    rc, output, ran = site(collection, tmp_path, args=["--tags", "image"])
-    assert rc == 0, output
-    assert roles(ran["gpu-a"]) == ["tensorfold_image:validate", "tensorfold_image"], output
+def test_the_image_tag_checks_the_image_pins_in_pre_flight(collection, tmp_path):
+    host_vars = {"gpu-b": {"tensorfold_image_engine_commit": "f350cd3e"}}
+    rc, output, ran = site(collection, tmp_path, host_vars=host_vars, args=["--tags", "image"])
+    assert rc != 0
+    assert roles(ran["gpu-a"]) == ["tensorfold_image"] and ran["gpu-b"] == [], output
+    assert re.search(r"\[E_SETTINGS\] gpu-b: tensorfold_image_engine_commit must be the full\s+40-hex", output), output
+    assert "gpu-b failed in pre-flight" in output
 
 
 def test_a_failed_host_leaves_the_run_and_the_others_go_on(collection, tmp_path):
@@ -264,12 +269,15 @@ def test_settings_that_fail_pre_flight_leave_the_host_out_of_every_step(collecti
 
 
 def test_the_pre_flight_image_check_runs_only_when_the_image_step_does(collection, tmp_path):
-    for number, args in enumerate((["--tags", "weights"], ["--tags", "restart"], ["-e", "tensorfold_action=stop"])):
+    # No engine commit: a run that builds no image does not need one, a full deploy does.
+    unpinned = {"gpu-a": {"tensorfold_image_engine_commit": ""}}
+    for number, args in enumerate((["--tags", "weights"], ["--tags", "restart"], ["-e", "tensorfold_action=stop"], [])):
         work = tmp_path / str(number)
         work.mkdir()
-        rc, output, ran = site(collection, work, args=args)
-        assert rc == 0, output
-        assert "tensorfold_image:validate" not in roles(ran["gpu-a"]), (args, output)
+        rc, output, ran = site(collection, work, host_vars=unpinned, args=args)
+        refused = "[E_SETTINGS] gpu-a: tensorfold_image_engine_commit" in output
+        assert (rc != 0, refused) == ((True, True) if not args else (False, False)), (args, output)
+        assert roles(ran["gpu-b"]) != [], (args, output)
 
 
 def test_a_converged_box_skips_every_deploy_step_and_the_others_deploy(collection, tmp_path):
@@ -279,7 +287,7 @@ def test_a_converged_box_skips_every_deploy_step_and_the_others_deploy(collectio
     rc, output, ran = site(collection, tmp_path, host_vars=host_vars)
     assert rc == 0, output
     assert roles(ran["gpu-a"]) == DEPLOY, output
-    assert roles(ran["gpu-b"]) == ["tensorfold_image:validate", "rank_container:converged"], output
+    assert roles(ran["gpu-b"]) == ["rank_container:converged"], output
     report = json.loads((tmp_path / "reports" / "fleet-report.json").read_text())
     lines = dict((line["host"], line) for line in report["hosts"])
     assert lines["gpu-b"]["status"] == "live" and lines["gpu-b"]["endpoint"] == "http://gpu-b:8020/v1", lines
@@ -299,9 +307,9 @@ def test_a_converged_box_lends_only_what_the_deployed_box_lacks(collection, tmp_
                  "gpu-c": {"stub_facts": {"rank_container": {"rank_container_converged_info": converged}}}}
     rc, output, ran = site(collection, tmp_path, hosts=("gpu-a", "gpu-b", "gpu-c"), host_vars=host_vars)
     assert rc == 0, output
-    assert roles(ran["gpu-a"]) == ["tensorfold_image:validate", "rank_container:converged"] + lends, output
+    assert roles(ran["gpu-a"]) == ["rank_container:converged"] + lends, output
     assert roles(ran["gpu-b"]) == DEPLOY, output
-    assert roles(ran["gpu-c"]) == ["tensorfold_image:validate", "rank_container:converged"], output  # one lender
+    assert roles(ran["gpu-c"]) == ["rank_container:converged"], output  # one lender
 
 
 def test_a_converged_fleet_skips_the_deploy_plays_without_a_warning(collection, tmp_path):
@@ -309,7 +317,7 @@ def test_a_converged_fleet_skips_the_deploy_plays_without_a_warning(collection, 
     rc, output, ran = site(collection, tmp_path, host_vars={"gpu-a": converged, "gpu-b": converged})
     assert rc == 0, output
     for host in ("gpu-a", "gpu-b"):
-        assert roles(ran[host]) == ["tensorfold_image:validate", "rank_container:converged"], output
+        assert roles(ran[host]) == ["rank_container:converged"], output
     assert "[WARNING]" not in output, output
     assert "PLAY [Both ranks in one container (left alone when nothing changed)]" in output
 
@@ -319,7 +327,7 @@ def test_the_fast_path_only_in_a_full_deploy_run_that_allows_it(collection, tmp_
     rc, output, ran = site(collection, tmp_path, args=args)
     assert rc == 0, output
     fast = "--tags" in args  # --tags all is a full run
-    expected = DEPLOY if fast else ["tensorfold_image:validate"] + STEPS
+    expected = DEPLOY if fast else STEPS
     assert roles(ran["gpu-a"]) == expected, output
 
 

@@ -146,3 +146,39 @@ def test_pre_flight_reads_the_inventory_and_the_roles_defaults_for_the_rules_on_
     result = _run_on("gpu-a", {"tensorfold_image_build_host": "gpu-z"}, groups)
     assert [p["setting"] for p in result["problems"]] == ["tensorfold_image_build_host"]
     assert _run_on("gpu-a", {"tensorfold_image_build_host": "gw"}, groups).get("failed") is None
+
+
+def run_check(args, task_vars):
+    from ansible_collections.glm53.tensorfold.plugins.action.settings_check import ActionModule
+    task = SimpleNamespace(action="glm53.tensorfold.settings_check", async_val=0, check_mode=False, args=args)
+    connection = SimpleNamespace(_shell=SimpleNamespace(tmpdir=None))
+    templar = SimpleNamespace(template=lambda value: value)
+    plugin = ActionModule(task, connection, PlayContext(), loader=None, templar=templar, shared_loader_obj=None)
+    return plugin.run(task_vars=dict(task_vars, inventory_hostname="gpu-a"))
+
+
+def test_the_image_settings_only_when_asked_and_each_setting_named_once():
+    # The pins' defaults are empty: a run that builds the image must have them.
+    assert run_check({}, {})["problems"] == []
+    assert run_check({"image": "ignore"}, {})["problems"] == []
+    found = run_check({"image": "also"}, {})
+    assert found["failed"] and [entry["setting"] for entry in found["problems"]] == [
+        "tensorfold_image_engine_commit", "tensorfold_image_patch_series_repo"]
+    pinned = {"tensorfold_image_engine_commit": "f" * 40, "tensorfold_image_patch_series_commit": "e" * 40}
+    assert run_check({"image": "also"}, pinned)["problems"] == []
+    # A port refused by its type is not refused a second time by the image's rules.
+    found = run_check({"image": "also"}, dict(pinned, tensorfold_image_move_port="x"))
+    assert [entry["setting"] for entry in found["problems"]] == ["tensorfold_image_move_port"]
+
+
+def test_the_image_role_checks_its_settings_alone_and_keeps_the_runs_fingerprint():
+    # A bad value of another setting is the first check's business; the image's pins are this one's.
+    other = {"tensorfold_port": "not a port", "tensorfold_image_engine_commit": "f350cd3e"}
+    found = run_check({"image": "only"}, other)
+    assert [entry["setting"] for entry in found["problems"]] == [
+        "tensorfold_image_engine_commit", "tensorfold_image_patch_series_repo"] and found["failed"]
+    assert "ansible_facts" not in found and "fingerprint" not in found
+    pinned = {"tensorfold_image_engine_commit": "f" * 40, "tensorfold_image_patch_series_commit": "e" * 40}
+    found = run_check({"image": "only"}, dict(pinned, tensorfold_port="not a port"))
+    assert found["problems"] == [] and not found.get("failed") and "ansible_facts" not in found
+    assert run_check({"image": "sometimes"}, {})["failed"]

@@ -207,3 +207,49 @@ def test_inputs_report_each_series_problem_as_an_e_patches_record():
     assert [p["code"] for p in got["problems"]] == ["E_PATCHES", "E_PATCHES"]
     assert got["problems"][0]["message"].startswith("[E_PATCHES] gpu1: patch fix.diff (site) is not named NNNN-name.patch")
     assert "expected" in got["problems"][1]["message"]
+
+
+IMAGE_SETTINGS = {
+    "tensorfold_image_engine_commit": "f350cd3e" + "0" * 32,
+    "tensorfold_image_zig_sha256": "1" * 64,
+    "tensorfold_image_patch_series_repo": "https://example.invalid/series.git",
+    "tensorfold_image_patch_series_commit": "2" * 40,
+    "tensorfold_image_patch_series_dir": "",
+    "tensorfold_image_site_patches_dir": "",
+    "tensorfold_image_build_strategy": "auto",
+    "tensorfold_image_registry": "",
+    "tensorfold_image_move_port": 18471,
+}
+
+
+def image_settings_named(changes, folders=()):
+    from ansible_collections.glm53.tensorfold.plugins.module_utils.image_inputs import settings_problems
+    found = settings_problems(dict(IMAGE_SETTINGS, **changes), "gpu-a", lambda path: path in folders)
+    assert all(entry["message"].startswith("[E_SETTINGS] gpu-a: ") for entry in found)
+    return [entry["setting"] for entry in found]
+
+
+def test_image_settings_that_can_build_have_no_problem():
+    assert image_settings_named({}) == []
+    assert image_settings_named({"tensorfold_image_patch_series_dir": "/series", "tensorfold_image_patch_series_commit": "",
+                                 "tensorfold_image_site_patches_dir": "/site", "tensorfold_image_move_port": "65535"},
+                                folders=("/series", "/site")) == []
+
+
+def test_each_bad_image_setting_is_named():
+    assert image_settings_named({"tensorfold_image_engine_commit": "f350cd3e"}) == ["tensorfold_image_engine_commit"]
+    assert image_settings_named({"tensorfold_image_engine_commit": ""}) == ["tensorfold_image_engine_commit"]
+    assert image_settings_named({"tensorfold_image_zig_sha256": "1" * 63}) == ["tensorfold_image_zig_sha256"]
+    assert image_settings_named({"tensorfold_image_patch_series_commit": "abc"}) == ["tensorfold_image_patch_series_repo"]
+    assert image_settings_named({"tensorfold_image_patch_series_repo": ""}) == ["tensorfold_image_patch_series_repo"]
+    assert image_settings_named({"tensorfold_image_patch_series_dir": "/gone"}) == ["tensorfold_image_patch_series_dir"]
+    assert image_settings_named({"tensorfold_image_site_patches_dir": "/gone"}) == ["tensorfold_image_site_patches_dir"]
+    assert image_settings_named({"tensorfold_image_build_strategy": "registry"}) == ["tensorfold_image_registry"]
+    for port in (0, 65536, "x", None):
+        assert image_settings_named({"tensorfold_image_move_port": port}) == ["tensorfold_image_move_port"]
+
+
+def test_every_bad_image_setting_at_once():
+    named = image_settings_named({"tensorfold_image_engine_commit": "", "tensorfold_image_zig_sha256": "",
+                                  "tensorfold_image_move_port": 0})
+    assert named == ["tensorfold_image_engine_commit", "tensorfold_image_zig_sha256", "tensorfold_image_move_port"]
