@@ -29,6 +29,9 @@ INVENTORY = textwrap.dedent("""\
         ansible_connection: local
         ansible_python_interpreter: {python}
         stub_log_dir: {logs}
+        # The image's pins an operator sets (a run that builds the image needs them).
+        tensorfold_image_engine_commit: f350cd3e00000000000000000000000000000000
+        tensorfold_image_patch_series_commit: eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee
       hosts:
         gpu-a:
           stub_facts:
