@@ -14,10 +14,11 @@ import os
 
 import yaml
 
-from ansible.plugins.action import ActionBase
 from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import image_inputs, settings_spec
+from ansible_collections.glm53.tensorfold.plugins.modules import settings_check
+from ansible_collections.glm53.tensorfold.plugins.plugin_utils.controller_action import ControllerAction
 
 COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROLES = os.path.join(COLLECTION, "roles")
@@ -66,7 +67,6 @@ def _spec_defaults(role_specs):
 
 
 IMAGE_PREFIX = "tensorfold_image_"
-IMAGE_CHOICES = ("ignore", "also", "only")
 
 
 def _image_problems(values, defaults, host, earlier):
@@ -79,10 +79,9 @@ def _image_problems(values, defaults, host, earlier):
             if entry["setting"] not in flagged]
 
 
-class ActionModule(ActionBase):
+class ActionModule(ControllerAction):
 
-    TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("image",))
+    ARGUMENT_SPEC = settings_check.ARGUMENT_SPEC
 
     def _play_keyword_values(self):
         """What a play's serial keyword sees of PLAY_KEYWORD_SETTINGS: the command line's values,
@@ -113,13 +112,9 @@ class ActionModule(ActionBase):
                     unresolved.append(entry)
         return values, unresolved
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        task_vars = task_vars or {}
-        image = self._task.args.get("image", "ignore")
-        if image not in IMAGE_CHOICES:
-            result.update(failed=True, msg="image must be one of %s, not %r" % (", ".join(IMAGE_CHOICES), image))
-            return result
+    def answer(self, args, task_vars):
+        result = {}
+        image = args["image"]
         role_specs = _role_specs()
         spec = settings_spec.merge_specs(role_specs)
         host = task_vars.get("inventory_hostname", "host")
@@ -130,7 +125,7 @@ class ActionModule(ActionBase):
             names = [name for name in spec if name.startswith(IMAGE_PREFIX)]
             values, unresolved = self._values(spec, names, task_vars, host)
             problems = unresolved + _image_problems(values, defaults, host, unresolved)
-            result.update(changed=False, problems=problems)
+            result.update(problems=problems)
             if problems:
                 result.update(failed=True, msg=[entry["message"] for entry in problems])
             return result
@@ -157,7 +152,7 @@ class ActionModule(ActionBase):
         fingerprint = settings_fingerprint(spec, values, settings_spec.other_hosts_settings(role_specs))
         if not problems:
             facts["tensorfold_settings_fingerprint"] = fingerprint
-        result.update(changed=False, problems=problems, fingerprint=fingerprint, ansible_facts=facts)
+        result.update(problems=problems, fingerprint=fingerprint, ansible_facts=facts)
         if problems:
             # Failing here rather than in a task of its own saves every host one skipped task in every
             # play whose roles depend on roles/tensorfold. A failed task sets no facts: the step's

@@ -92,12 +92,14 @@ fingerprint:
   type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.glm53.tensorfold.plugins.module_utils.controller_action import refuse_on_host
+
+# The action (plugins/action/settings_check.py) checks its arguments against this too.
+ARGUMENT_SPEC = dict(image=dict(type="str", choices=["ignore", "also", "only"], default="ignore"))
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(image=dict(type="str", choices=["ignore", "also", "only"], default="ignore")), supports_check_mode=True)
-    module.fail_json(msg="glm53.tensorfold.settings_check runs on the controller as an action plugin")
+    refuse_on_host("settings_check", ARGUMENT_SPEC)
 
 
 if __name__ == "__main__":

@@ -271,7 +271,8 @@ def test_settings_that_fail_pre_flight_leave_the_host_out_of_every_step(collecti
 def test_the_pre_flight_image_check_runs_only_when_the_image_step_does(collection, tmp_path):
     # No engine commit: a run that builds no image does not need one, a full deploy does.
     unpinned = {"gpu-a": {"tensorfold_image_engine_commit": ""}}
-    for number, args in enumerate((["--tags", "weights"], ["--tags", "restart"], ["-e", "tensorfold_action=stop"], [])):
+    for number, args in enumerate((["--tags", "weights"], ["--tags", "restart"], ["-e", "tensorfold_action=stop"],
+                                   ["--skip-tags", "build"], [])):
         work = tmp_path / str(number)
         work.mkdir()
         rc, output, ran = site(collection, work, host_vars=unpinned, args=args)
@@ -341,6 +342,20 @@ def _step_entries():
                 for entry in play.get("roles") or []:
                     if isinstance(entry, dict) and entry.get("role") == "glm53.tensorfold.step":
                         yield name, play.get("name"), entry
+
+
+def test_the_step_knows_the_tags_of_the_plays_it_prepares_for():
+    """Pre-flight's image check and the host checks' toolkit rule read the toolkit and image plays'
+    tags from the step's vars (step_play_tags): they must be the plays' own."""
+    import yaml
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "roles", "step", "vars", "main.yml")) as handle:
+        known = yaml.safe_load(handle)["step_play_tags"]
+    with open(os.path.join(root, "playbooks", "site.yml")) as handle:
+        tags = dict((role["step_roles"][0]["role"], play["tags"]) for play in yaml.safe_load(handle)
+                    for role in play.get("roles") or [] if isinstance(role, dict) and role.get("step_roles"))
+    assert sorted(tags["glm53.tensorfold.nvidia_toolkit"]) == sorted(known["toolkit"])
+    assert sorted(tags["glm53.tensorfold.tensorfold_image"]) == sorted(known["image"])
 
 
 def test_every_step_entry_of_the_playbooks_matches_the_step_roles_specification():
