@@ -333,7 +333,7 @@ def test_the_fast_path_only_in_a_full_deploy_run_that_allows_it(collection, tmp_
 
 
 def _step_entries():
-    """Every glm53.tensorfold.step entry of the collection's playbooks (play roles), with its file."""
+    """Every glm53.tensorfold.step entry of the collection's playbooks (play roles), with its file and play."""
     import yaml
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     for name in sorted(os.listdir(os.path.join(root, "playbooks"))):
@@ -341,7 +341,7 @@ def _step_entries():
             for play in yaml.safe_load(handle) or []:
                 for entry in play.get("roles") or []:
                     if isinstance(entry, dict) and entry.get("role") == "glm53.tensorfold.step":
-                        yield name, play.get("name"), entry
+                        yield name, play, entry
 
 
 def test_the_step_knows_the_tags_of_the_plays_it_prepares_for():
@@ -351,9 +351,8 @@ def test_the_step_knows_the_tags_of_the_plays_it_prepares_for():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     with open(os.path.join(root, "roles", "step", "vars", "main.yml")) as handle:
         known = yaml.safe_load(handle)["step_play_tags"]
-    with open(os.path.join(root, "playbooks", "site.yml")) as handle:
-        tags = dict((role["step_roles"][0]["role"], play["tags"]) for play in yaml.safe_load(handle)
-                    for role in play.get("roles") or [] if isinstance(role, dict) and role.get("step_roles"))
+    tags = dict((entry["step_roles"][0]["role"], play["tags"]) for playbook, play, entry in _step_entries()
+                if playbook == "site.yml" and entry.get("step_roles"))
     assert sorted(tags["glm53.tensorfold.nvidia_toolkit"]) == sorted(known["toolkit"])
     assert sorted(tags["glm53.tensorfold.tensorfold_image"]) == sorted(known["image"])
 
@@ -373,7 +372,7 @@ def test_every_step_entry_of_the_playbooks_matches_the_step_roles_specification(
         params = dict((key, value) for key, value in entry.items()
                       if key not in ("role", "vars", "tags", "when") and not (isinstance(value, str) and "{{" in value))
         result = validator.validate(params)
-        assert not result.error_messages, (playbook, play, result.error_messages)
+        assert not result.error_messages, (playbook, play.get("name"), result.error_messages)
 
 
 def test_the_step_specification_catches_an_unknown_key_of_an_entry():
