@@ -30,18 +30,19 @@ import os
 import socket
 
 import http.client as http_client
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import engine_args, hf_plan, hf_records
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
 from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok
+from ansible_collections.glm53.tensorfold.plugins.module_utils.net import http_get
 
 PARTS = ("record", "container", "settings", "api_key", "image", "weights", "runtime", "health")
 RECORD = "deployed.json"
 # Written by the monitoring role once the node exporter serves (its URL on the box).
 NODE_EXPORTER_RECORD = "node-exporter.json"
 # Every module_utils file read_box imports, itself included: what the box needs to run it.
-READER_MODULES = ("converged", "codes", "context_fit", "engine_args", "health", "hf_plan", "hf_records")
+READER_MODULES = ("converged", "codes", "context_fit", "engine_args", "health", "hf_plan", "hf_records", "net")
 
 
 class ReadFailure(Exception):
@@ -338,30 +339,6 @@ class DockerReader:
 
     def close(self):
         self.conn.close()
-
-
-def http_get(url, timeout):
-    """GET url straight from the box: no proxy (a proxy in the environment must not stand between a
-    box and its own service), no redirect, no certificate check. Returns (status, body); a failed
-    connection raises. Plain http.client: this runs on every box in every run, and
-    ansible.module_utils.urls costs each run about 20 ms of the box's CPU to import."""
-    parts = urlsplit(url)
-    if parts.scheme == "https":
-        import ssl  # pylint: disable=import-outside-toplevel  # only for an https URL
-        context = ssl.create_default_context()
-        context.check_hostname = False  # the box's own service, often a self-signed certificate
-        context.verify_mode = ssl.CERT_NONE
-        conn = http_client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout, context=context)
-    elif parts.scheme == "http":
-        conn = http_client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
-    else:
-        raise ValueError("not an http(s) URL: %s" % url)
-    try:
-        conn.request("GET", (parts.path or "/") + ("?" + parts.query if parts.query else ""))
-        resp = conn.getresponse()
-        return resp.status, resp.read()
-    finally:
-        conn.close()
 
 
 def _failure(exc):

@@ -26,13 +26,15 @@ import tarfile
 import tempfile
 import time
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import context_fit, engine_args
+import http.client as http_client
+
+from ansible_collections.glm53.tensorfold.plugins.module_utils import box_module, context_fit, engine_args
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem, record
 from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok, health_ready
-from ansible_collections.glm53.tensorfold.plugins.module_utils.net import url_host
+from ansible_collections.glm53.tensorfold.plugins.module_utils.net import http_get, url_host
 
-from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
-from ansible.module_utils.urls import open_url
+# Every module_utils file the flow imports, itself first: what the box reader sends to the host.
+READER_MODULES = ("engine_container", "box_module", "codes", "context_fit", "engine_args", "health", "net")
 
 ACCEPTED = "neither a directory nor a Hugging Face repo id"
 STATE_RECORD = "engine.json"
@@ -227,13 +229,12 @@ class EngineContainer(object):
         """GET http://api/path; (status, body) or (None, reason)."""
         headers = {"Authorization": "Bearer " + key} if key else {}
         try:
-            response = open_url("http://%s:%s%s" % (url_host(self.p["api_host"]), self.p["port"], path), headers=headers,
-                                timeout=timeout, use_proxy=False)
-            return response.getcode(), response.read().decode("utf-8", "replace")
-        except HTTPError as err:
-            return err.code, ""
-        except (URLError, IOError, OSError) as err:
-            return None, str(err)
+            status, body = http_get("http://%s:%s%s" % (url_host(self.p["api_host"]), self.p["port"], path), timeout,
+                                    headers=headers)
+        except (IOError, OSError, http_client.HTTPException) as err:
+            return None, str(err) or err.__class__.__name__
+        # An error status carries no body the callers read (only /health's and /v1/models' 200s).
+        return status, body.decode("utf-8", "replace") if 200 <= status < 300 else ""
 
     def ours(self, info):
         labels = (info or {}).get("Config", {}).get("Labels") or {}
@@ -678,3 +679,37 @@ class EngineContainer(object):
             archive = self.stop(info)
             return self.result("stopped", log_dir=archive)
         return self.start(restart=(state == "restarted"))
+
+
+def run_module(module):
+    """The engine_container module's whole run: ``module`` is its AnsibleModule, or box_module's
+    stand-in when the action sends this file to the host (``on_box``); either ends in exit_json
+    or fail_json with the same answer."""
+    p = module.params
+    try:
+        engine_args.engine_names(p["settings"].get("tensorfold_engine_names"))
+    except ValueError as err:
+        module.fail_json(msg=problem("E_SETTINGS", p["host"], str(err)), code="E_SETTINGS")
+
+    # Without the docker command a real run fails coded; a check run is a box whose Docker the
+    # toolkit step would install, where every docker call fails as on a host without containers.
+    docker = module.get_bin_path("docker")
+    if docker is None and not module.check_mode:
+        module.fail_json(msg=problem("E_DOCKER", p["host"], "the docker command is not on this host"), code="E_DOCKER")
+
+    def run(argv):
+        if docker is None:
+            return 127, "", "docker: command not found"
+        return module.run_command([docker] + list(argv[1:]))
+
+    engine = EngineContainer(p, Docker(run), check_mode=module.check_mode)
+    try:
+        result = engine.run(p["state"])
+    except StartFailed as err:
+        module.fail_json(msg=err.message, code=err.code, changed=engine.changed, messages=engine.messages)
+    module.exit_json(changed=engine.changed, result=result, messages=engine.messages)
+
+
+def on_box(params):
+    """engine_container's answer, run by the box reader with the host's Python (never in check mode)."""
+    return box_module.answer(run_module, params)

@@ -3,9 +3,10 @@
 # Apache License 2.0 (see LICENSE)
 """The smoke test: its requests, what the engine's answers mean (coded problems), what it saves.
 
-The engine_smoke module (run by the smoke_test role on the host) sends every request through
-``send_requests`` with a ``fetch`` function it is given, judges the answers with ``verdict`` and
-writes ``saved_files``. Each check reads the HTTP status and body of the engine's OpenAI-compatible
+The engine_smoke module (run by the smoke_test role on the host; ``run_module``) sends every request
+through ``send_requests`` with a ``fetch`` function (``box_fetch``), judges the answers with
+``verdict`` and writes ``saved_files``. Standard library only: where the connection pipelines its
+action sends this file and READER_MODULES to the host's own Python instead of a module (``on_box``). Each check reads the HTTP status and body of the engine's OpenAI-compatible
 API (docs/smoke_test.md lists the requests and what each answer must hold). A problem quotes the
 status or the reply that explains it, cut short, and never a request header (the API key travels
 in one). An answer is a dict ``{status, content, json, msg}``: the HTTP status (-1 when none
@@ -17,12 +18,20 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
+import time
 
-from ansible.module_utils.six.moves.http_client import IncompleteRead
+from http.client import IncompleteRead
 
+from ansible_collections.glm53.tensorfold.plugins.module_utils import box_module
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import record
+from ansible_collections.glm53.tensorfold.plugins.module_utils.files import write_if_changed
 from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok, health_ready, warming
+from ansible_collections.glm53.tensorfold.plugins.module_utils.net import http_request
 from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke_png import png_data_url
+
+# Every module_utils file the smoke test imports, itself first: what the box reader sends to the host.
+READER_MODULES = ("smoke", "box_module", "codes", "files", "health", "net", "smoke_png")
 
 EXCERPT = 300
 # Each request names itself, so an engine's logs tell the smoke test's requests apart.
@@ -231,36 +240,62 @@ def saved_files(judged, answers, url, served_name):
     return files
 
 
-def url_fetch(open_url, timeout):
-    """A ``fetch`` for ``send_requests`` over ``ansible.module_utils.urls.open_url`` (passed in).
+def box_fetch(timeout, request=http_request):
+    """A ``fetch`` for ``send_requests``: straight from the box to the URL (no proxy, no redirect,
+    an https certificate checked), with the agent's name and the key in a header.
 
     An HTTP error keeps its status and body (a 401 quotes the engine's reason); no answer at all is
     status -1 with the client's error, which says "timed out" when the timeout ran out."""
 
     def fetch(method, url, body=None, key=None):
-        headers = {"Authorization": "Bearer " + key} if key else {}
+        headers = {"User-Agent": USER_AGENT}
+        if key:
+            headers["Authorization"] = "Bearer " + key
         data = None
         if body is not None:
             headers["Content-Type"] = "application/json"
-            data = json.dumps(body)
+            data = json.dumps(body).encode("utf-8")
         try:
-            response = open_url(url, data=data, headers=headers, method=method, timeout=timeout,
-                                http_agent=USER_AGENT, use_proxy=False)
-            try:
-                return {"status": response.getcode(), "content": response.read().decode("utf-8", "replace")}
-            except IncompleteRead as error:  # an answer came, then the connection closed early
-                return {"status": response.getcode(), "content": "",
-                        "msg": "the body was cut short after %d bytes (%d more expected)"
-                               % (len(error.partial or b""), error.expected or 0)}
+            status, reason, content = request(method, url, timeout, body=data, headers=headers, verify=True)
+        except IncompleteRead as error:  # an answer came, then the connection closed early
+            return {"status": getattr(error, "status", -1), "content": "",
+                    "msg": "the body was cut short after %d bytes (%d more expected)"
+                           % (len(error.partial or b""), error.expected or 0)}
         except Exception as error:  # pylint: disable=broad-except  # every client failure is an answer to judge
-            status = getattr(error, "code", None)
-            if isinstance(status, int):  # HTTPError: an answer with a status and maybe a body
-                try:
-                    content = error.read().decode("utf-8", "replace")
-                except Exception:  # pylint: disable=broad-except
-                    content = ""
-                return {"status": status, "content": content, "msg": str(error)}
-            reason = getattr(error, "reason", None) or error
-            return {"status": -1, "msg": "Request failed: %s" % (reason if str(reason) else type(error).__name__)}
+            return {"status": -1, "msg": "Request failed: %s" % (error if str(error) else type(error).__name__)}
+        content = content.decode("utf-8", "replace")
+        if status >= 400:
+            return {"status": status, "content": content, "msg": "HTTP Error %d: %s" % (status, reason)}
+        return {"status": status, "content": content}
 
     return fetch
+
+
+def run_module(module):
+    """The engine_smoke module's whole run: ``module`` is its AnsibleModule, or box_module's stand-in
+    when the action sends this file to the host (``on_box``); either ends in exit_json or fail_json."""
+    p = module.params
+    url = p["url"].rstrip("/")
+    endpoint = p["endpoint"] if p["endpoint"] is not None else url
+    if not 1 <= p["image_size"] <= 256:
+        module.fail_json(msg="image_size must be from 1 to 256 pixels, not %d" % p["image_size"])
+    requests = smoke_requests(url, p["served_name"], p["vision"], bool(p["api_key"]), p["max_tokens"])
+    if module.check_mode:
+        module.exit_json(changed=False, requests=requests, saved=[],
+                         verdict={"status": "planned", "endpoint": endpoint, "reply": "", "problems": [], "checks": []})
+    answers = send_requests(box_fetch(p["timeout"]), url, p["served_name"], p["prompt"], p["max_tokens"],
+                            p["vision"], p["image_prompt"], p["image_size"], p["api_key"],
+                            p["health_tries"], p["health_delay"], sleep=time.sleep)
+    judged = verdict(answers, p["host"], url, p["served_name"], p["vision"], bool(p["api_key"]))
+    judged["endpoint"] = endpoint
+    changed, saved = False, []
+    if p["save_dir"] and os.path.isdir(p["save_dir"]):
+        for name, text in sorted(saved_files(judged, answers, url, p["served_name"]).items()):
+            changed = write_if_changed(os.path.join(p["save_dir"], name), text) or changed
+            saved.append(os.path.join(p["save_dir"], name))
+    module.exit_json(changed=changed, verdict=judged, requests=requests, saved=saved)
+
+
+def on_box(params):
+    """engine_smoke's answer, run by the box reader with the host's Python (never in check mode)."""
+    return box_module.answer(run_module, params)

@@ -27,6 +27,8 @@ description:
     back and a rank that keeps dying is restarted a bounded number of times.
   - A container of O(name) running with the same settings is left alone (C(changed=false)).
   - The ranks' command lines come from C(engine_args), the builder the C(--check) plan uses too.
+  - Where the connection pipelines, outside check mode, its action runs the same flow in the host's own
+    Python with no AnsiballZ (the box reader); C(read_with) says which ran.
 version_added: 0.2.0
 author:
   - glm53.tensorfold contributors (@glm53)
@@ -206,6 +208,11 @@ messages:
   returned: always
   type: list
   elements: str
+read_with:
+  description: Which ran the flow, C(box reader) (the host's Python ran the module's code, no AnsiballZ) or C(module).
+  returned: when run by its action
+  type: str
+  sample: box reader
 code:
   description: The failure's code when the module failed.
   returned: failure
@@ -214,71 +221,47 @@ code:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils.engine_args import engine_names
-from ansible_collections.glm53.tensorfold.plugins.module_utils.engine_container import (
-    Docker, EngineContainer, StartFailed)
-from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
+from ansible_collections.glm53.tensorfold.plugins.module_utils.engine_container import run_module
+
+
+ARGUMENT_SPEC = dict(
+    state=dict(type="str", choices=["started", "restarted", "stopped"], default="started"),
+    host=dict(type="str", required=True),
+    name=dict(type="str", default="glm53-zig"),
+    label=dict(type="str", default="glm53.tensorfold.rank_container"),
+    image=dict(type="str", default=""),
+    settings=dict(type="dict", required=True),
+    engine_args=dict(type="list", elements="str", default=[]),
+    context=dict(type="str", required=True),
+    auto_context=dict(type="int", default=1048576),
+    fit_fields=dict(type="dict", default={}),
+    page_rows=dict(type="int", default=512),
+    parallel=dict(type="str", default="4"),
+    api_key=dict(type="str", default="", no_log=True),
+    data_dir=dict(type="path", required=True),
+    model_dir=dict(type="path", required=True),
+    drafter_dir=dict(type="str", default=""),
+    cache_dir=dict(type="path", required=True),
+    device_ids=dict(type="list", elements="str", required=True),
+    cuda_devices=dict(type="str", required=True),
+    gpu_requests=dict(type="bool", default=True),
+    env=dict(type="dict", default={}),
+    ulimits=dict(type="list", elements="str", default=[]),
+    api_host=dict(type="str", default="127.0.0.1"),
+    port=dict(type="int", default=8020),
+    wait_timeout=dict(type="int", default=2400),
+    lock_wait=dict(type="int"),
+    log_tail_lines=dict(type="int", default=25),
+    stop_grace=dict(type="int", default=20),
+    restart_policy=dict(type="str", default="on-failure:3"),
+    defer_replace=dict(type="bool", default=False),
+)
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            state=dict(type="str", choices=["started", "restarted", "stopped"], default="started"),
-            host=dict(type="str", required=True),
-            name=dict(type="str", default="glm53-zig"),
-            label=dict(type="str", default="glm53.tensorfold.rank_container"),
-            image=dict(type="str", default=""),
-            settings=dict(type="dict", required=True),
-            engine_args=dict(type="list", elements="str", default=[]),
-            context=dict(type="str", required=True),
-            auto_context=dict(type="int", default=1048576),
-            fit_fields=dict(type="dict", default={}),
-            page_rows=dict(type="int", default=512),
-            parallel=dict(type="str", default="4"),
-            api_key=dict(type="str", default="", no_log=True),
-            data_dir=dict(type="path", required=True),
-            model_dir=dict(type="path", required=True),
-            drafter_dir=dict(type="str", default=""),
-            cache_dir=dict(type="path", required=True),
-            device_ids=dict(type="list", elements="str", required=True),
-            cuda_devices=dict(type="str", required=True),
-            gpu_requests=dict(type="bool", default=True),
-            env=dict(type="dict", default={}),
-            ulimits=dict(type="list", elements="str", default=[]),
-            api_host=dict(type="str", default="127.0.0.1"),
-            port=dict(type="int", default=8020),
-            wait_timeout=dict(type="int", default=2400),
-            lock_wait=dict(type="int"),
-            log_tail_lines=dict(type="int", default=25),
-            stop_grace=dict(type="int", default=20),
-            restart_policy=dict(type="str", default="on-failure:3"),
-            defer_replace=dict(type="bool", default=False),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
-    try:
-        engine_names(p["settings"].get("tensorfold_engine_names"))
-    except ValueError as err:
-        module.fail_json(msg=problem("E_SETTINGS", p["host"], str(err)), code="E_SETTINGS")
-
-    # Without the docker command a real run fails coded; a check run is a box whose Docker the
-    # toolkit step would install, where every docker call fails as on a host without containers.
-    docker = module.get_bin_path("docker")
-    if docker is None and not module.check_mode:
-        module.fail_json(msg=problem("E_DOCKER", p["host"], "the docker command is not on this host"), code="E_DOCKER")
-
-    def run(argv):
-        if docker is None:
-            return 127, "", "docker: command not found"
-        return module.run_command([docker] + list(argv[1:]))
-
-    engine = EngineContainer(p, Docker(run), check_mode=module.check_mode)
-    try:
-        result = engine.run(p["state"])
-    except StartFailed as err:
-        module.fail_json(msg=err.message, code=err.code, changed=engine.changed, messages=engine.messages)
-    module.exit_json(changed=engine.changed, result=result, messages=engine.messages)
+    # Its action (plugins/action/engine_container.py) runs the same run_module on the host without
+    # this module where the connection pipelines, outside check mode.
+    run_module(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True))
 
 
 if __name__ == "__main__":

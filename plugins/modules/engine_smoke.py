@@ -28,6 +28,10 @@ description:
   - It does not fail on a wrong answer; the smoke_test role publishes the verdict as
     C(smoke_test_result) and fails the host.
   - In check mode it sends nothing and returns the requests it would send.
+  - The requests go straight from the host to O(url) - no proxy from the environment, no redirect
+    followed, an C(https) URL's certificate checked.
+  - Where the connection pipelines, outside check mode, its action runs the same code in the host's own
+    Python with no AnsiballZ (the box reader); C(read_with) says which ran.
 version_added: 0.2.0
 author:
   - glm53.tensorfold contributors (@glm53)
@@ -144,59 +148,40 @@ saved:
   returned: always
   type: list
   elements: str
+read_with:
+  description: Which ran the smoke test, C(box reader) (the host's Python ran the module's code, no AnsiballZ) or C(module).
+  returned: when run by its action
+  type: str
+  sample: box reader
 """
 
-import os
-import time
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.urls import open_url
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils.files import write_if_changed
-from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke import (
-    saved_files, send_requests, smoke_requests, url_fetch, verdict)
+from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke import run_module
+
+
+ARGUMENT_SPEC = dict(
+    url=dict(type="str", required=True),
+    endpoint=dict(type="str"),
+    host=dict(type="str", required=True),
+    served_name=dict(type="str", required=True),
+    api_key=dict(type="str", default="", no_log=True),
+    vision=dict(type="bool", default=False),
+    prompt=dict(type="str", default="Say hello in one short sentence."),
+    image_prompt=dict(type="str", default="Which two colours does this picture show? One short sentence."),
+    image_size=dict(type="int", default=8),
+    max_tokens=dict(type="int", default=32, no_log=False),
+    timeout=dict(type="int", default=120),
+    health_tries=dict(type="int", default=5),
+    health_delay=dict(type="int", default=3),
+    save_dir=dict(type="path", default=""),
+)
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            url=dict(type="str", required=True),
-            endpoint=dict(type="str"),
-            host=dict(type="str", required=True),
-            served_name=dict(type="str", required=True),
-            api_key=dict(type="str", default="", no_log=True),
-            vision=dict(type="bool", default=False),
-            prompt=dict(type="str", default="Say hello in one short sentence."),
-            image_prompt=dict(type="str", default="Which two colours does this picture show? One short sentence."),
-            image_size=dict(type="int", default=8),
-            max_tokens=dict(type="int", default=32, no_log=False),
-            timeout=dict(type="int", default=120),
-            health_tries=dict(type="int", default=5),
-            health_delay=dict(type="int", default=3),
-            save_dir=dict(type="path", default=""),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
-    url = p["url"].rstrip("/")
-    endpoint = p["endpoint"] if p["endpoint"] is not None else url
-    if not 1 <= p["image_size"] <= 256:
-        module.fail_json(msg="image_size must be from 1 to 256 pixels, not %d" % p["image_size"])
-    requests = smoke_requests(url, p["served_name"], p["vision"], bool(p["api_key"]), p["max_tokens"])
-    if module.check_mode:
-        module.exit_json(changed=False, requests=requests, saved=[],
-                         verdict={"status": "planned", "endpoint": endpoint, "reply": "", "problems": [], "checks": []})
-    answers = send_requests(url_fetch(open_url, p["timeout"]), url, p["served_name"], p["prompt"], p["max_tokens"],
-                            p["vision"], p["image_prompt"], p["image_size"], p["api_key"],
-                            p["health_tries"], p["health_delay"], sleep=time.sleep)
-    judged = verdict(answers, p["host"], url, p["served_name"], p["vision"], bool(p["api_key"]))
-    judged["endpoint"] = endpoint
-    changed, saved = False, []
-    if p["save_dir"] and os.path.isdir(p["save_dir"]):
-        for name, text in sorted(saved_files(judged, answers, url, p["served_name"]).items()):
-            changed = write_if_changed(os.path.join(p["save_dir"], name), text) or changed
-            saved.append(os.path.join(p["save_dir"], name))
-    module.exit_json(changed=changed, verdict=judged, requests=requests, saved=saved)
+    # Its action (plugins/action/engine_smoke.py) runs the same run_module on the host without this
+    # module where the connection pipelines, outside check mode.
+    run_module(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: glm53.tensorfold contributors
 # Apache License 2.0 (see LICENSE)
-"""Run a read-only function of the collection's module_utils on the host with the host's python3,
-without AnsiballZ.
+"""Run a function of the collection's module_utils on the host with the host's python3, without
+AnsiballZ.
 
 A module run costs the host a Python start, AnsiballZ's unpacking and the compile of
 ansible.module_utils.basic and its helpers from source: about 0.25 s of CPU in every run, on every
@@ -12,8 +12,9 @@ the way a pipelined module is sent (the same connection, the same become), and i
 from memory: about a quarter of the cost. Where that way is closed (no pipelining, a path the host
 must expand, no python3 on the host) ``read_or_run`` runs the module, which calls the same function.
 The readers: converged.read_box (converged_info), nvidia_smi_command.gpu_info_on_box (gpu_info),
-host_resources.on_box (host_resources, under gpu_host_verdict); module_utils/box_module.py stands
-for AnsibleModule in the last two.
+host_resources.on_box (host_resources, under gpu_host_verdict), and one that changes the host,
+engine_container.on_box (engine_container, outside check mode: a restart pays for one module start
+the less); module_utils/box_module.py stands for AnsibleModule in the last three.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -25,6 +26,7 @@ import os
 import shlex
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.common.parameters import remove_values
 
 PACKAGE = "ansible_collections.glm53.tensorfold.plugins.module_utils"
 MODULE_UTILS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils")
@@ -143,19 +145,22 @@ def path_values(spec, args):
     return found
 
 
-def read_or_run(action, task_vars, module_name, spec, args, names, function, any_python=True):
+def read_or_run(action, task_vars, module_name, spec, args, names, function, any_python=True, reader=True):
     """The answer of module ``module_name`` (options ``spec``) for ``args``: from the box reader
     (``names[0].function`` on the checked options) where it can run, else from the module itself,
     which also reports bad options and expands a path that holds ``~`` or ``$`` on the host.
-    ``read_with`` says which of the two answered. ``any_python``: as for ``read``."""
+    ``read_with`` says which of the two answered. ``any_python``: as for ``read``; ``reader``:
+    False leaves it to the module. The options marked no_log are masked in the reader's answer,
+    as AnsibleModule masks them in a module's."""
     checked = ArgumentSpecValidator(spec).validate(args)
     answer = None
-    if not checked.error_messages and not any("~" in value or "$" in value
-                                              for value in path_values(spec, args) if isinstance(value, str)):
+    if reader and not checked.error_messages and not any(
+            "~" in value or "$" in value for value in path_values(spec, args) if isinstance(value, str)):
         answer = read(action, task_vars, names, function, checked.validated_parameters, any_python)
     if answer is None:
         answer = action._execute_module(module_name=module_name, module_args=args, task_vars=task_vars)  # pylint: disable=protected-access
         answer["read_with"] = "module"
     else:
+        answer = remove_values(answer, checked._no_log_values)  # pylint: disable=protected-access  # the validator's own record
         answer["read_with"] = "box reader"
     return answer

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import converged, hf_plan, hf_transfer
+from ansible_collections.glm53.tensorfold.plugins.module_utils import converged, hf_plan, hf_transfer, net
 from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
@@ -216,6 +216,8 @@ def local_server():
         def do_GET(self):
             status = 200 if self.path == "/ok?x=1" else 503
             body = ("seen %s" % self.path).encode()
+            if self.headers.get("Authorization"):
+                body += (" with %s" % self.headers["Authorization"]).encode()
             self.send_response(status)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -241,8 +243,10 @@ def test_http_get_asks_the_box_itself_past_a_proxy_in_the_environment(local_serv
     monkeypatch.setenv("http_proxy", "http://127.0.0.1:%d" % closed.getsockname()[1])
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:%d" % closed.getsockname()[1])
     closed.close()
-    assert converged.http_get(local_server + "/ok?x=1", 2) == (200, b"seen /ok?x=1")
-    assert converged.http_get(local_server + "/health", 2) == (503, b"seen /health")
+    assert net.http_get(local_server + "/ok?x=1", 2) == (200, b"seen /ok?x=1")
+    assert net.http_get(local_server + "/health", 2) == (503, b"seen /health")
+    assert net.http_get(local_server + "/health", 2, headers={"Authorization": "Bearer k"}) == (
+        503, b"seen /health with Bearer k")
     assert converged.read_health(local_server + "/health", 2)["error"] == "HTTP 503"
 
 
@@ -268,7 +272,7 @@ def test_http_get_over_https_takes_the_boxs_self_signed_certificate(tmp_path):
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        assert converged.http_get("https://127.0.0.1:%d/health" % server.server_address[1], 5) == (200, b"ok")
+        assert net.http_get("https://127.0.0.1:%d/health" % server.server_address[1], 5) == (200, b"ok")
     finally:
         server.shutdown()
         server.server_close()
@@ -280,7 +284,7 @@ def test_http_get_of_a_closed_port_or_another_scheme_raises():
     port = closed.getsockname()[1]
     closed.close()
     with pytest.raises(OSError):
-        converged.http_get("http://127.0.0.1:%d/health" % port, 2)
+        net.http_get("http://127.0.0.1:%d/health" % port, 2)
     assert converged.read_health("ftp://127.0.0.1/health", 2) == {
         "ok": False, "status": None, "error": "ValueError not an http(s) URL: ftp://127.0.0.1/health"}
 

@@ -8,12 +8,11 @@ __metaclass__ = type
 import base64
 import json
 import socket
-
-from ansible.module_utils.six.moves.http_client import IncompleteRead
-from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke import (
-    USER_AGENT, chat_body, health_ok, saved_files, send_requests, smoke_requests, url_fetch, verdict)
+    USER_AGENT, chat_body, health_ok, saved_files, send_requests, smoke_requests, box_fetch, verdict)
 from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke_png import PNG_SIGNATURE
 
 URL = "http://127.0.0.1:8020"
@@ -122,65 +121,103 @@ def test_plan_lines_follow_vision_and_key_and_never_show_it():
     assert "Bearer <key>" in lines[1]
 
 
-class Reply(object):
-    def __init__(self, status, body):
-        self.status, self.body = status, body
+class EngineServer(object):
+    """An HTTP server on loopback whose every answer is ``answer(handler) -> (status, body bytes,
+    headers)``; it records each request's method, path, headers and body."""
 
-    def getcode(self):
-        return self.status
+    def __init__(self, answer):
+        self.seen = []
+        server = self
 
-    def read(self):
-        return self.body
+        class Handler(BaseHTTPRequestHandler):
+            def _any(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                server.seen.append((self.command, self.path, dict(self.headers), self.rfile.read(length)))
+                status, body, headers = answer(self)
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                if "Content-Length" not in headers:
+                    self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
 
+            do_GET = do_POST = _any
 
-def test_url_fetch_sends_json_with_the_agent_and_the_key_in_a_header():
-    calls = []
+            def log_message(self, *args):
+                pass
 
-    def open_url(url, **kwargs):
-        calls.append((url, kwargs))
-        return Reply(200, b'{"status":"ok"}')
-
-    answer = url_fetch(open_url, 7)("POST", URL + "/v1/chat/completions", {"a": 1}, key=KEY)
-    assert answer == {"status": 200, "content": '{"status":"ok"}'}
-    url, kwargs = calls[0]
-    assert kwargs["method"] == "POST" and json.loads(kwargs["data"]) == {"a": 1} and kwargs["timeout"] == 7
-    assert kwargs["headers"] == {"Authorization": "Bearer " + KEY, "Content-Type": "application/json"}
-    assert kwargs["http_agent"] == USER_AGENT and kwargs["use_proxy"] is False
-    url_fetch(open_url, 7)("GET", URL + "/health")
-    assert calls[1][1]["headers"] == {} and calls[1][1]["data"] is None
-
-
-def test_url_fetch_keeps_an_http_errors_status_and_body():
-    def open_url(url, **kwargs):
-        raise HTTPError(url, 401, "Unauthorized", {}, _Body(UNAUTHORIZED["content"].encode()))
-
-    answer = url_fetch(open_url, 5)("GET", URL + "/v1/models")
-    assert answer["status"] == 401 and "invalid_api_key" in answer["content"]
-
-
-def test_url_fetch_without_an_answer_is_status_minus_one_with_the_reason():
-    def refused(url, **kwargs):
-        raise URLError(ConnectionRefusedError(111, "Connection refused"))
-
-    def slow(url, **kwargs):
-        raise socket.timeout("timed out")
-
-    answer = url_fetch(refused, 5)("GET", URL + "/health")
-    assert answer["status"] == -1 and "Connection refused" in answer["msg"]
-    answer = url_fetch(slow, 5)("POST", URL + "/v1/chat/completions", {})
-    judged = verdict({"health": HEALTH, "models": MODELS, "chat": answer}, "h", URL, "GLM-5.3-Flash")
-    assert [p["code"] for p in judged["problems"]] == ["E_WEDGED"]
-
-
-class _Body(object):
-    def __init__(self, data):
-        self.data = data
-
-    def read(self, *args):
-        return self.data
+        self.httpd = HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def close(self):
-        pass
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_box_fetch_sends_json_with_the_agent_and_the_key_in_a_header(monkeypatch):
+    # A proxy in the environment that does not exist: the requests go straight to the box.
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")
+    server = EngineServer(lambda handler: (200, b'{"status":"ok"}', {}))
+    try:
+        answer = box_fetch(7)("POST", server.url + "/v1/chat/completions", {"a": 1}, key=KEY)
+        assert answer == {"status": 200, "content": '{"status":"ok"}'}
+        method, path, headers, body = server.seen[0]
+        assert method == "POST" and path == "/v1/chat/completions" and json.loads(body) == {"a": 1}
+        assert headers["Authorization"] == "Bearer " + KEY and headers["Content-Type"] == "application/json"
+        assert headers["User-Agent"] == USER_AGENT
+        box_fetch(7)("GET", server.url + "/health")
+        method, path, headers, body = server.seen[1]
+        assert method == "GET" and "Authorization" not in headers and "Content-Type" not in headers and body == b""
+    finally:
+        server.close()
+
+
+def test_box_fetch_keeps_an_http_errors_status_and_body():
+    server = EngineServer(lambda handler: (401, UNAUTHORIZED["content"].encode(), {}))
+    try:
+        answer = box_fetch(5)("GET", server.url + "/v1/models")
+    finally:
+        server.close()
+    assert answer["status"] == 401 and "invalid_api_key" in answer["content"]
+    assert answer["msg"] == "HTTP Error 401: Unauthorized"
+
+
+def test_box_fetch_of_a_body_cut_short_keeps_the_status():
+    def cut(handler):
+        handler.close_connection = True
+        return 200, b'{"choices":', {"Content-Length": "100"}
+
+    server = EngineServer(cut)
+    try:
+        answer = box_fetch(5)("POST", server.url + "/v1/chat/completions", {})
+    finally:
+        server.close()
+    assert answer == {"status": 200, "content": "", "msg": "the body was cut short after 11 bytes (89 more expected)"}
+    judged = verdict({"health": HEALTH, "models": MODELS, "chat": answer}, "h", URL, "GLM-5.3-Flash")
+    assert [p["code"] for p in judged["problems"]] == ["E_SMOKE"]
+    assert "HTTP 200, the body was cut short after 11 bytes" in judged["problems"][0]["message"]
+
+
+def test_box_fetch_without_an_answer_is_status_minus_one_with_the_reason():
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    answer = box_fetch(5)("GET", "http://127.0.0.1:%d/health" % port)
+    assert answer["status"] == -1 and "Connection refused" in answer["msg"]
+    # A listener that never answers: the timeout runs out, and the verdict calls the engine wedged.
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(1)
+    try:
+        answer = box_fetch(1)("POST", "http://127.0.0.1:%d/v1/chat/completions" % silent.getsockname()[1], {})
+    finally:
+        silent.close()
+    assert answer["status"] == -1 and "timed out" in answer["msg"], answer
+    judged = verdict({"health": HEALTH, "models": MODELS, "chat": answer}, "h", URL, "GLM-5.3-Flash")
+    assert [p["code"] for p in judged["problems"]] == ["E_WEDGED"]
 
 
 def test_a_200_that_is_not_ok_is_still_loading_and_asked_again():
@@ -206,21 +243,6 @@ def test_health_ok_wants_200_and_status_ok_in_the_body():
     assert health_ok(200, {"status": "ok"})
     assert not health_ok(200, '{"status":"loading"}') and not health_ok(200, b"") and not health_ok(200, "ok")
     assert not health_ok(503, '{"status":"ok"}') and not health_ok(None, "refused")
-
-
-def test_url_fetch_says_when_an_answers_body_is_cut_short():
-    class CutShort(object):
-        def getcode(self):
-            return 200
-
-        def read(self):
-            raise IncompleteRead(b'{"choices"', 137)
-
-    answer = url_fetch(lambda url, **kwargs: CutShort(), 5)("POST", URL + "/v1/chat/completions", {})
-    assert answer == {"status": 200, "content": "", "msg": "the body was cut short after 10 bytes (137 more expected)"}
-    judged = verdict({"health": HEALTH, "models": MODELS, "chat": answer}, "h", URL, "GLM-5.3-Flash")
-    assert [p["code"] for p in judged["problems"]] == ["E_SMOKE"]
-    assert "HTTP 200, the body was cut short after 10 bytes" in judged["problems"][0]["message"]
 
 
 WARMING = {"status": 200, "content": '{"status":"ok","warming":true,"live":{"connections":0}}'}

@@ -9,7 +9,7 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke import time
 URL = "http://127.0.0.1:8020"
 HEALTH = {"status": 200, "json": {"status": "ok"}}
 MODELS = {"status": 200, "json": {"object": "list", "data": [{"id": "GLM-5.3-Flash", "object": "model"}]}}
-# What smoke.url_fetch answers when the timeout runs out before any byte of the reply (Python's
+# What smoke.box_fetch answers when the timeout runs out before any byte of the reply (Python's
 # socket timeout says "timed out"), and when nothing listens.
 TIMED_OUT = {"status": -1, "msg": "Request failed: The read operation timed out"}
 REFUSED = {"status": -1, "msg": "Request failed: [Errno 111] Connection refused"}

@@ -10,8 +10,12 @@ __metaclass__ = type
 import json
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import converged
+from ansible_collections.glm53.tensorfold.plugins.module_utils import converged, engine_container, smoke
+from ansible_collections.glm53.tensorfold.plugins.modules.engine_container import ARGUMENT_SPEC as ENGINE_SPEC
+from ansible_collections.glm53.tensorfold.plugins.modules.engine_smoke import ARGUMENT_SPEC as SMOKE_SPEC
 from ansible_collections.glm53.tensorfold.plugins.plugin_utils import box_reader
 
 PARAMS = {"container_name": "glm53-zig", "label": "glm53.tensorfold.rank_container", "settings_hash": None,
@@ -20,9 +24,9 @@ PARAMS = {"container_name": "glm53-zig", "label": "glm53.tensorfold.rank_contain
           "data_dir": None, "run_settings": None, "api_key": None, "node_exporter": False}
 
 
-def run_bare(text):
+def run_bare(text, env=None):
     proc = subprocess.run([sys.executable, "-I", "-S", "-"], input=text.encode("utf-8"), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, timeout=60, check=False)
+                          stderr=subprocess.PIPE, timeout=60, check=False, env=env)
     return proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
 
 
@@ -106,3 +110,91 @@ def test_read_runs_the_named_python_on_stdin_or_steps_aside():
     # A program that broke: a failed answer with what it said.
     failed = box_reader.read(Action(rc=1, stderr="Traceback ...\nKeyError: 'x'"), {}, ("converged",), "read_box", {})
     assert failed["failed"] is True and failed["rc"] == 1 and "KeyError: 'x'" in failed["msg"]
+
+
+ENGINE_ARGS = {"state": "stopped", "host": "box7", "settings": {}, "context": "auto", "api_key": "sk-never-shown",
+               "data_dir": "/srv/glm53", "model_dir": "/srv/glm53/model", "cache_dir": "/srv/glm53/cache",
+               "device_ids": ["0", "1"], "cuda_devices": "0,1"}
+
+
+def test_the_engine_container_flow_runs_with_the_files_it_carries_and_nothing_else(tmp_path):
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+    params = ArgumentSpecValidator(ENGINE_SPEC).validate(dict(ENGINE_ARGS, data_dir=str(tmp_path))).validated_parameters
+    # No docker command on this PATH: the flow's own coded failure, from the host's Python alone.
+    rc, out, err = run_bare(box_reader.program(engine_container.READER_MODULES, "on_box", params),
+                            env={"PATH": str(tmp_path)})
+    assert rc == 0, err
+    answer = box_reader.parse(out)
+    assert answer["failed"] is True and answer["code"] == "E_DOCKER", answer
+    assert answer["msg"].startswith("[E_DOCKER] box7: the docker command is not on this host."), answer
+    # A docker that has no such container: the stop is done, nothing changed.
+    docker = tmp_path / "docker"
+    docker.write_text("#!/bin/sh\necho 'Error: No such object: glm53-zig' >&2\nexit 1\n")
+    docker.chmod(0o755)
+    rc, out, err = run_bare(box_reader.program(engine_container.READER_MODULES, "on_box", params),
+                            env={"PATH": str(tmp_path)})
+    answer = box_reader.parse(out)
+    assert rc == 0 and answer["changed"] is False and answer["result"]["status"] == "stopped", (answer, err)
+
+
+class ModuleAction(Action):
+    """An action whose module run is recorded instead of sent."""
+
+    def __init__(self, check_mode=False, **kwargs):
+        super(ModuleAction, self).__init__(**kwargs)
+        self.modules = []
+
+    def _execute_module(self, module_name=None, module_args=None, task_vars=None):
+        self.modules.append((module_name, module_args))
+        return {"changed": False, "from": "module"}
+
+
+def test_read_or_run_masks_secret_options_and_leaves_check_runs_to_the_module():
+    said = '{"changed": true, "msg": "started with key sk-never-shown", "messages": ["sk-never-shown"]}'
+    action = ModuleAction(stdout=said)
+    answer = box_reader.read_or_run(action, {}, "glm53.tensorfold.engine_container", ENGINE_SPEC, ENGINE_ARGS,
+                                    engine_container.READER_MODULES, "on_box")
+    assert answer["read_with"] == "box reader" and answer["changed"] is True and not action.modules
+    assert "sk-never-shown" not in json.dumps(answer), answer
+    # reader=False (a check run of a module that changes the host): the module, with the task's own args.
+    action = ModuleAction(stdout=said)
+    answer = box_reader.read_or_run(action, {}, "glm53.tensorfold.engine_container", ENGINE_SPEC, ENGINE_ARGS,
+                                    engine_container.READER_MODULES, "on_box", reader=False)
+    assert answer == {"changed": False, "from": "module", "read_with": "module"}
+    assert not action.ran and action.modules == [("glm53.tensorfold.engine_container", ENGINE_ARGS)]
+
+
+def test_the_smoke_test_runs_with_the_files_it_carries_and_nothing_else(tmp_path):
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+    class Engine(BaseHTTPRequestHandler):
+        def _answer(self, body):
+            data = json.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            self._answer({"status": "ok"} if self.path == "/health" else {"object": "list", "data": [{"id": "GLM-5.3-Flash"}]})
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self._answer({"choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello."}}]})
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Engine)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        params = ArgumentSpecValidator(SMOKE_SPEC).validate(
+            {"url": "http://127.0.0.1:%d" % server.server_address[1], "host": "box7", "served_name": "GLM-5.3-Flash",
+             "health_tries": 1, "health_delay": 0, "save_dir": str(tmp_path)}).validated_parameters
+        rc, out, err = run_bare(box_reader.program(smoke.READER_MODULES, "on_box", params))
+    finally:
+        server.shutdown()
+        server.server_close()
+    answer = box_reader.parse(out)
+    assert rc == 0 and answer["verdict"]["status"] == "live" and answer["changed"] is True, (answer, err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["models.json", "smoke.json"]
