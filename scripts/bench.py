@@ -153,14 +153,19 @@ def absolute_row(name, a, goal_s):
             "met": judged(a["median"] < goal_s, a)}
 
 
-def alternate(commands):
+def alternate(commands, settle=None):
     """Run each (label, thunk) once untimed (both sides find the caches warm), then REPEAT times,
-    interleaved; thunk returns seconds. Returns {label: [s...]}."""
+    interleaved; thunk returns seconds. ``settle``, when given, runs before every run, untimed and
+    outside the CPU counts. Returns {label: [s...]}."""
     for label, thunk in commands:
+        if settle:
+            settle()
         log("%s warm-up: %.2f s" % (label, thunk()))
     times = dict((label, []) for label, dummy in commands)
     for round_no in range(REPEAT):
         for label, thunk in commands:
+            if settle:
+                settle()
             seconds = thunk()
             times[label].append(seconds)
             log("%s run %d: %.2f s" % (label, round_no + 1, seconds))
@@ -273,6 +278,15 @@ def hf_snapshot_adhoc(dest, endpoint, state_dir=None, token_file=None):
     return seconds
 
 
+def settle_disk(*copies):
+    """Before each run of a copy row: remove both sides' copies and wait until the disk has written
+    back what the runs before wrote (`sync`), so that no run starts while another's 1-4 GiB are
+    still being written back into the same disk (which decided the peer row's ratio before)."""
+    for path in copies:
+        shutil.rmtree(path, ignore_errors=True)
+    os.sync()
+
+
 def bench_weights(work):
     hub = LocalHub(work, WEIGHTS_MIB)
     try:
@@ -289,7 +303,8 @@ def bench_weights(work):
             return hf_snapshot_adhoc(work + "/ours", hub.url)
 
         plain, ours = CpuTimed(plain), CpuTimed(ours)
-        times = alternate([("hf download", plain), ("hf_snapshot", ours)])
+        times = alternate([("hf download", plain), ("hf_snapshot", ours)],
+                          settle=lambda: settle_disk(work + "/hf", work + "/ours"))
     finally:
         hub.close()
     return [ratio_row("checkpoint download %d MiB: hf download / hf_snapshot (every sha256 verified); speed ratio"
@@ -346,7 +361,8 @@ def bench_peer(work):
                         "-e", "ansible_python_interpreter=" + sys.executable], env=ansible_env())[0]
 
         plain, ours, start = CpuTimed(plain), CpuTimed(ours), CpuTimed(ansible_start)
-        times = alternate([("plain HTTP copy", plain), ("peer copy", ours), ("ansible start", start)])
+        times = alternate([("plain HTTP copy", plain), ("peer copy", ours), ("ansible start", start)],
+                          settle=lambda: settle_disk(work + "/plain", work + "/copy"))
     finally:
         open(work + "/stop-peer", "w").close()
         server.terminate()
