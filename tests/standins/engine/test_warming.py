@@ -15,7 +15,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from engine_process import ENGINE, free_port, rank_folders  # noqa: E402  pylint: disable=wrong-import-position
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", ".cache", "collections"))
-from ansible.module_utils.urls import open_url  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.glm53.tensorfold.plugins.module_utils import engine_container, smoke  # noqa: E402  pylint: disable=wrong-import-position
 
 # Longer than any test here: the engine says it warms up for the whole test.
@@ -70,7 +69,7 @@ def test_warming_engine_keeps_the_start_waiting_and_the_smoke_test_asking(engine
     assert health(engine)["warming"] is True and health(engine)["status"] == "ok"
     assert wait(tmp_path, engine) == "warming"
     asked = []
-    fetch = smoke.url_fetch(open_url, 5)
+    fetch = smoke.box_fetch(5)
     answers = smoke.send_requests(lambda method, url, *a, **k: asked.append(url[-7:]) or fetch(method, url, *a, **k),
                                   "http://127.0.0.1:%d" % engine, "GLM-5.3-Flash", "hi", health_tries=3,
                                   health_delay=0, sleep=lambda s: None)
