@@ -6,11 +6,12 @@
 The engine_smoke module (run by the smoke_test role on the host; ``run_module``) sends every request
 through ``send_requests`` with a ``fetch`` function (``box_fetch``), judges the answers with
 ``verdict`` and writes ``saved_files``. Standard library only: where the connection pipelines its
-action sends this file and READER_MODULES to the host's own Python instead of a module (``on_box``). Each check reads the HTTP status and body of the engine's OpenAI-compatible
-API (docs/smoke_test.md lists the requests and what each answer must hold). A problem quotes the
-status or the reply that explains it, cut short, and never a request header (the API key travels
-in one). An answer is a dict ``{status, content, json, msg}``: the HTTP status (-1 when none
-came), the body, the parsed body, the client's error.
+action sends this file and READER_MODULES to the host's own Python instead of a module (``on_box``).
+Each check reads the HTTP status and body of the engine's OpenAI-compatible API (docs/smoke_test.md
+lists the requests and what each answer must hold). A problem quotes the status or the reply that
+explains it, cut short, and never a request header (the API key travels in one). An answer is a
+dict ``{status, content, json, msg}``: the HTTP status (-1 when none came), the body, the parsed
+body, the client's error.
 """
 
 from __future__ import absolute_import, division, print_function
