@@ -218,6 +218,7 @@ class EngineContainer(object):
         self.record_path = os.path.join(self.state_dir, STATE_RECORD)
         self.changed = False
         self.key = ""
+        self.fingerprint_started = ""
         self.warnings = []
         self.messages = []
 
@@ -442,17 +443,18 @@ class EngineContainer(object):
         still warming), asking /health every WAIT_POLL_S seconds (a start is over as soon as the
         API serves warmed up) and docker whether the container still runs once a second."""
         deadline = self.clock() + int(self.p["wait_timeout"])
-        next_inspect = self.clock()
+        # `docker run -d` has just said the container started: docker is first asked a second in.
+        next_inspect = self.clock() + 1
         while True:
+            status, body = self.http("/health", timeout=2)
+            if health_ready(status, body):
+                return "up"
             if self.clock() >= next_inspect:
                 info = self.docker.inspect(self.p["name"])
                 state = (info or {}).get("State", {})
                 if not state.get("Running"):
                     return "ended: status %s, exit code %s" % (state.get("Status", "missing"), state.get("ExitCode", "unknown"))
                 next_inspect = self.clock() + 1
-            status, body = self.http("/health", timeout=2)
-            if health_ready(status, body):
-                return "up"
             if self.clock() >= deadline:
                 return "warming" if health_ok(status, body) else "timeout"
             self.sleep(WAIT_POLL_S)
@@ -490,9 +492,11 @@ class EngineContainer(object):
             os.unlink(current)
         os.symlink(os.path.basename(run_dir), current)
         self.write_record(image, window)
-        self.docker.remove(self.p["name"])
+        # No container of that name is left here: stop() removed the one replaced, and a retry
+        # removes the refused one before it comes back.
         self.place_key()
-        self.docker_run(image, window, run_dir, self.fingerprint(text, image))
+        self.fingerprint_started = self.fingerprint(text, image)
+        self.docker_run(image, window, run_dir, self.fingerprint_started)
         self.changed = True
         outcome = self.wait()
         logs = [_read(os.path.join(run_dir, "rank%d.log" % rank)) for rank in (0, 1)]
@@ -523,7 +527,7 @@ class EngineContainer(object):
                       "tensorfold_image_ref and this host has no record of a started image",
                       "Run the whole site playbook (the image role builds it) or set rank_container_image.")
         if self.replace_deferred(info, image, restart):
-            pending = self.served(self.window()[0], 0)
+            pending = self.served(self.window()[0], 0, info)
             pending["status"] = "replace_pending"
             return pending
         key_changed = self.key_differs()
@@ -535,7 +539,7 @@ class EngineContainer(object):
                       and not key_changed)
         if up_to_date:
             self.keep_restarting(info)
-            return self.served(window, 0)
+            return self.served(window, 0, info)
         if info is not None and not info.get("State", {}).get("Running") and info.get("RestartCount", 0):
             self.warnings.append(record("W_RESTARTS", self.host, "the engine container had ended (exit code %s) after "
                                         "docker restarted it %d time(s); starting it again"
@@ -607,7 +611,7 @@ class EngineContainer(object):
             self.fail("E_START", "the container ended (%s) before the API answered. %s" % (outcome[7:], self.tails(logs)))
         self.keep_restarting(None)
         self.save_models(run_dir)
-        return self.served(window, number)
+        return self.served(window, number, None)
 
     def will_replace(self, info, image):
         """True when a start would stop this running container of ours for a new one: its settings
@@ -653,8 +657,10 @@ class EngineContainer(object):
                 json.dump(json.loads(body), out, indent=4, sort_keys=True)
                 out.write("\n")
 
-    def served(self, window, starts):
-        """The result of a serving container: its streams from the startup line, and warnings."""
+    def served(self, window, starts, info):
+        """The result of a serving container: its streams from the startup line, and warnings.
+        ``info`` is its docker inspect: the one this run read, or for the container it just started
+        (``info=None``) its settings label and no restarts (its policy was "no" until it served)."""
         p = self.p
         log = _read(os.path.join(self.logs_dir, "current", "rank0.log"))
         streams, seen_window = context_fit.parse_startup(log)
@@ -663,7 +669,8 @@ class EngineContainer(object):
             what = "%d streams came up at a %d-token window, %d were asked%s" % (
                 streams, seen_window, asked, " (auto: the recipe expects four)" if str(p["parallel"]).lower() == "auto" else "")
             self.warnings.append(record("W_STREAMS", self.host, what))
-        info = self.docker.inspect(p["name"]) or {}
+        if info is None:
+            info = {"Config": {"Labels": {p["label"] + ".settings": self.fingerprint_started}}, "RestartCount": 0}
         restarts = info.get("RestartCount", 0)
         if restarts:
             self.warnings.append(record("W_RESTARTS", self.host, "docker restarted the engine container %d time(s) "

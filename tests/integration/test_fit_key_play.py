@@ -24,7 +24,8 @@ def fit_fields(tmp_path, name, variables):
     out = tmp_path / (name + ".json")
     playbook = tmp_path / (name + ".yml")
     playbook.write_text(json.dumps([{"hosts": "localhost", "gather_facts": False, "tasks": [
-        {"ansible.builtin.include_role": {"name": "glm53.tensorfold.rank_container", "tasks_from": "inputs.yml"}},
+        {"ansible.builtin.include_role": {"name": "glm53.tensorfold.rank_container", "tasks_from": "inputs.yml",
+                                           "public": True}},
         {"ansible.builtin.copy": {"content": "{{ rank_container_fit_fields | to_json }}", "dest": str(out),
                                   "mode": "0644"}}]}]))
     extra = tmp_path / (name + "-vars.json")

@@ -79,6 +79,25 @@ def test_restarts_go_one_host_at_a_time(collection, tmp_path):
     assert output.count("PLAY [" + RESTART_PLAY + "]") == 3, output
 
 
+@pytest.fixture(scope="module")
+def collection_with_gateway(tmp_path_factory):
+    """The stub collection with the gateway stubbed too (its drain reaches HAProxy)."""
+    return stub_collection.build(tmp_path_factory.mktemp("stub-gateway"),
+                                 stubbed=stub_collection.STUBBED + ("gateway",))
+
+
+@pytest.mark.parametrize("gateways", [[], ["gw-1"]])
+def test_a_restart_drains_and_returns_the_box_at_the_gateway_only_where_there_is_one(collection_with_gateway,
+                                                                                      tmp_path, gateways):
+    rc, output, ran = site(collection_with_gateway, tmp_path, hosts=("gpu-a",), groups={"gateways": gateways},
+                           args=["--tags", "restart"])
+    assert rc == 0, output
+    around = ["gateway:drain", "rank_container", "smoke_test", "gateway:undrain"]
+    assert roles(ran["gpu-a"]) == (around if gateways else around[1:3]), output
+    # Without a gateway the drain and the return cost the box no task, not even a skipped one.
+    assert ("TASK [glm53.tensorfold.gateway" in output) == bool(gateways), output
+
+
 @pytest.mark.parametrize("tags", [[], ["--tags", "start,smoke,gateway"]])
 def test_a_deploy_replaces_a_pending_box_in_the_rolling_restart_and_only_it(collection, tmp_path, tags):
     # gpu-b's start left its changed container serving (a gateway is in front): the restart play

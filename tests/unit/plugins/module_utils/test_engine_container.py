@@ -56,6 +56,8 @@ class FakeDocker(object):
             return self.argument_check
         if args[0] == "run":
             name = args[args.index("--name") + 1]
+            if name in self.containers:  # as docker answers a name in use
+                return 125, "", 'docker: Error response from daemon: Conflict. The container name "/%s" is already in use' % name
             logs = [a.split("source=")[1].split(",")[0] for a in args if "target=/logs" in a][0]
             text = open(os.path.join(logs, "runner.sh")).read()
             window = int(text.split("--context\n  ")[1].split("\n")[0])
@@ -202,9 +204,10 @@ def test_the_wait_asks_health_four_times_a_second_and_docker_once_a_second(tmp_p
     calls = len(docker.calls)
     began = box.clock()
     assert box.wait() == "up"
-    # Up at the 7th ask, 1.5 s in: asked every 0.25 s, docker asked at 0 s and 1 s only.
+    # Up at the 7th ask, 1.5 s in: asked every 0.25 s, docker asked at 1 s only (`run -d` had
+    # just said the container started).
     assert [t - began for t in asked] == [0.25 * n for n in range(7)]
-    assert [c[1:3] for c in docker.calls[calls:]] == [["container", "inspect"]] * 2
+    assert [c[1:3] for c in docker.calls[calls:]] == [["container", "inspect"]]
 
 
 def test_the_wait_ends_within_a_second_when_the_container_ends(tmp_path):
