@@ -14,6 +14,7 @@ import os
 
 import yaml
 
+from ansible.errors import AnsibleActionFail
 from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import image_inputs, settings_spec
@@ -97,7 +98,7 @@ class ActionModule(ControllerAction):
                 found[name] = self._templar.template(play_vars[name])
         return found
 
-    def _values(self, spec, names, task_vars, host):
+    def _values(self, spec, names, task_vars, host, templar):
         """The settings among ``names`` that this host defines, templated, and the problems of those
         whose template fails."""
         values, unresolved = {}, []
@@ -105,12 +106,53 @@ class ActionModule(ControllerAction):
             if name not in task_vars:
                 continue
             try:
-                values[name] = self._templar.template(task_vars[name])
+                values[name] = templar.template(task_vars[name])
             except Exception as error:  # pylint: disable=broad-except  # any templating error is the setting's problem
                 entry = settings_spec.unresolved_setting(name, error, host, bool(spec[name].get("no_log")))
                 if entry:
                     unresolved.append(entry)
         return values, unresolved
+
+    def _host_task_vars(self, task_vars, name):
+        """What this task's variables are on host ``name``, as the strategy would give them to its
+        worker there: its inventory, facts and registered answers, the play's and the roles' variables,
+        -e. ansible-core offers no public call for another host's task variables; HostVars holds
+        the variable manager that makes them."""
+        if name == task_vars.get("inventory_hostname"):
+            return task_vars
+        hostvars = task_vars["hostvars"]
+        host = hostvars._inventory.get_host(name)  # pylint: disable=protected-access
+        if host is None:
+            raise AnsibleActionFail("settings_check: %s is not a host of the inventory" % name)
+        found = hostvars._variable_manager.get_vars(  # pylint: disable=protected-access
+            play=self._task.get_play(), host=host, task=self._task)
+        # The run's own state the strategy adds to every host's variables alike.
+        for key in ("ansible_current_hosts", "ansible_failed_hosts"):
+            if key in task_vars:
+                found.setdefault(key, task_vars[key])
+        return found
+
+    def _check_host(self, host, task_vars, templar, image, shared):
+        """One host's problems, fingerprint and warnings (``shared``: what every host's check reads alike)."""
+        spec, role_specs, defaults = shared["spec"], shared["role_specs"], shared["defaults"]
+        values, unresolved = self._values(spec, spec, task_vars, host, templar)
+        # The inventory's groups: the image's build host and a gateway host's rules read them.
+        problems = settings_spec.settings_problems(spec, values, host, unresolved, task_vars.get("groups"), defaults)
+        if image:
+            # The image's own rules (site.yml's pre-flight in a run that builds it: one check, not two).
+            problems += _image_problems(values, defaults, host, problems)
+        warnings = settings_spec.unused_play_keywords(values, shared["play_keywords"], defaults)
+        # The collection's own names are read from its files only when a name is not a setting (a
+        # run's pre-flight sees settings alone, so a converged run does not pay the reading).
+        strangers = [name for name in task_vars if name.startswith("tensorfold_") and name not in spec]
+        if strangers:
+            known = settings_spec.collection_names(COLLECTION) | frozenset(spec)
+            # Named for the inventory, as W_SERIAL: a misspelling in group_vars or -e warns once, not per host.
+            warnings += settings_spec.unknown_settings(strangers, known, spec, "inventory")
+        # Computed afresh, never taken from a fact: a fingerprint that a fact cache kept from an
+        # earlier run would hide changed settings from the fast path.
+        fingerprint = settings_fingerprint(spec, values, settings_spec.other_hosts_settings(role_specs))
+        return {"problems": problems, "fingerprint": fingerprint, "warnings": [entry["message"] for entry in warnings]}
 
     def answer(self, args, task_vars):
         result = {}
@@ -123,39 +165,32 @@ class ActionModule(ControllerAction):
             # The image role's own check (its tasks/validate.yml): every other setting was checked in
             # this run's first play, and the fingerprint that play published stays as it is.
             names = [name for name in spec if name.startswith(IMAGE_PREFIX)]
-            values, unresolved = self._values(spec, names, task_vars, host)
+            values, unresolved = self._values(spec, names, task_vars, host, self._templar)
             problems = unresolved + _image_problems(values, defaults, host, unresolved)
             result.update(problems=problems)
             if problems:
                 result.update(failed=True, msg=[entry["message"] for entry in problems])
             return result
-        values, unresolved = self._values(spec, spec, task_vars, host)
-        # The inventory's groups: the image's build host and a gateway host's rules read them.
-        problems = settings_spec.settings_problems(spec, values, host, unresolved, task_vars.get("groups"), defaults)
-        if image == "also":
-            # The image's own rules (site.yml's pre-flight in a run that builds it: one task per host, not two).
-            problems += _image_problems(values, defaults, host, problems)
-        warnings = settings_spec.unused_play_keywords(values, self._play_keyword_values(), defaults)
-        # The collection's own names are read from its files only when a name is not a setting (a
-        # run's pre-flight sees settings alone, so a converged run does not pay the reading).
-        strangers = [name for name in task_vars if name.startswith("tensorfold_") and name not in spec]
-        if strangers:
-            known = settings_spec.collection_names(COLLECTION) | frozenset(spec)
-            # Named for the inventory, as W_SERIAL: a misspelling in group_vars or -e warns once, not per host.
-            warnings += settings_spec.unknown_settings(strangers, known, spec, "inventory")
+        shared = {"spec": spec, "role_specs": role_specs, "defaults": defaults, "play_keywords": self._play_keyword_values()}
+        names = args["hosts"] if args["hosts"] is not None else [host]
+        checked, warnings = {}, []
+        for name in names:
+            host_vars = self._host_task_vars(task_vars, name)
+            templar = self._templar if host_vars is task_vars else self._templar.copy_with_new_env(available_variables=host_vars)
+            checked[name] = self._check_host(name, host_vars, templar, image == "also" or name in args["image_hosts"], shared)
+            warnings += [message for message in checked[name].pop("warnings") if message not in warnings]
         if warnings:
-            result["warnings"] = [entry["message"] for entry in warnings]
-        facts = {"tensorfold_settings_problems": problems}
-        # Computed afresh, never taken from task_vars: this check runs once per host and run (its role
-        # ends itself in later plays: roles/settings_check/tasks/main.yml), and a fingerprint that a
-        # fact cache kept from an earlier run would hide changed settings from the fast path.
-        fingerprint = settings_fingerprint(spec, values, settings_spec.other_hosts_settings(role_specs))
-        if not problems:
-            facts["tensorfold_settings_fingerprint"] = fingerprint
-        result.update(problems=problems, fingerprint=fingerprint, ansible_facts=facts)
-        if problems:
-            # Failing here rather than in a task of its own saves every host one skipped task in every
-            # play whose roles depend on roles/tensorfold. A failed task sets no facts: the step's
-            # rescue records these messages, codes included, for the fleet report (step_failure).
-            result.update(failed=True, msg=[problem["message"] for problem in problems])
+            result["warnings"] = warnings
+        problems = [entry for name in names for entry in checked[name]["problems"]]
+        # Each host's answer under its name (site.yml's readers take this host's: roles/tensorfold/vars/main.yml).
+        result.update(hosts=checked, problems=problems,
+                      failed_hosts=[{"host": name, "message": [entry["message"] for entry in checked[name]["problems"]]}
+                                    for name in names if checked[name]["problems"]])
+        if args["hosts"] is None:
+            result["fingerprint"] = checked[host]["fingerprint"]
+            if problems:
+                # Failing here rather than in a task of its own saves every host one skipped task in every
+                # play whose roles depend on roles/tensorfold. The step's rescue records these messages,
+                # codes included, for the fleet report (step_failure).
+                result.update(failed=True, msg=[problem["message"] for problem in problems])
         return result

@@ -40,7 +40,6 @@ FACTS = (
     "weights_fetch_model_revision",
     "rank_container_result",
     "smoke_test_result",
-    "tensorfold_settings_problems",
     "step_failure",
     "step_stopped",
     "gateway_state",
@@ -144,7 +143,6 @@ def host_line(host, facts, plan=False):
     failure = facts.get("step_failure") or {}
 
     problems = []
-    problems += _records(facts.get("tensorfold_settings_problems"), host)
     problems += _records(checks.get("problems"), host)
     problems += _records(ranks.get("problems"), host)
     problems += _records(ranks.get("warnings"), host)
@@ -158,7 +156,7 @@ def host_line(host, facts, plan=False):
     warnings = [p for p in problems if p["severity"] != "error"]
 
     failed = bool(failure) or checks.get("status") == "fail" or ranks.get("status") == "failed" \
-        or smoke.get("status") == "failed" or bool(_as_list(facts.get("tensorfold_settings_problems")))
+        or smoke.get("status") == "failed"
     if failed:
         status = "failed"
     elif smoke.get("status") == "live" or (facts.get("fleet_bench_result") or {}).get("status") == "measured":
@@ -187,8 +185,7 @@ def host_line(host, facts, plan=False):
             todo = "%s %s" % (errors[0]["message"] if errors else "", TODO_UNCODED.replace("HOST", host))
             todo = todo.strip()
         if stage is None:
-            stage = ("pre-flight" if facts.get("tensorfold_settings_problems") else
-                     "gpu_host_checks" if checks.get("status") == "fail" else
+            stage = ("gpu_host_checks" if checks.get("status") == "fail" else
                      "smoke_test" if smoke.get("status") == "failed" else "rank_container")
     elif status == "unreachable":
         todo = TODO_UNREACHABLE.replace("HOST", host)

@@ -32,17 +32,19 @@ description:
     is left to its role, as pre-flight gathers no facts."
   - "Returns every problem at once as C([E_SETTINGS] host: what. What to do.) records, never the
     value of a C(no_log) setting (a secret's value is masked in other messages too, whole words for
-    secrets under 8 characters, none under 4), and fails the host with every message (C(msg), one
-    per problem) when there is any; the step guard's rescue records them for the fleet report. With
-    no problem it sets the fact C(tensorfold_settings_problems) to an empty list."
+    secrets under 8 characters, none under 4). Checking this host alone, it fails the host with every
+    message (C(msg), one per problem) when there is any; the step guard's rescue records them for the
+    fleet report. With O(hosts), it never fails: each host's problems are in RV(hosts) and
+    RV(failed_hosts), for the caller to record (site.yml's step guard records them and takes those
+    hosts out of the run)."
   - "Warns (C(W_SETTINGS), named for the inventory) about each C(tensorfold_*) variable of the host
     that is no setting of the collection and no variable its roles, playbooks or plugins use,
     naming the closest setting: a misspelled setting is otherwise silently not read."
-  - "Also returns the host's settings fingerprint (fact C(tensorfold_settings_fingerprint)), one
-    hash of every setting the host defines (no C(no_log) one) and of the collection files that
-    shape the image, computed once per run (a later call keeps the fact the first one set), and
-    set as a fact only when the settings have no problem.
-    M(glm53.tensorfold.converged_info) compares it with the box's deploy record."
+  - "Also returns each host's settings fingerprint (RV(hosts), and RV(fingerprint) for a host checked
+    alone), one hash of every setting the host defines (no C(no_log) one) and of the collection files
+    that shape the image, computed afresh on every call and never kept as a fact (a fact cache would
+    carry it into the next run). M(glm53.tensorfold.converged_info) compares it with the box's
+    deploy record."
   - "With O(image=also), also the engine image's settings, the rules of the role C(tensorfold_image):
     the full 40-hex engine commit, the Zig tarball's 64-hex sha256, a source for the patch series
     (a repository with a 40-hex commit, or a folder on the controller), folders that exist on the
@@ -57,11 +59,26 @@ options:
     description:
       - C(ignore) checks the settings without the engine image's rules.
       - C(also) adds them (a setting already refused is not named twice).
-      - C(only) checks the image's settings alone and sets no fact (the role C(tensorfold_image)'s own
+      - C(only) checks the image's settings alone and returns no fingerprint (the role C(tensorfold_image)'s own
         check), so the fingerprint of the run's first check stays as it is.
     type: str
     choices: [ignore, also, only]
     default: ignore
+  hosts:
+    description:
+      - "Check these hosts' settings in this one call, each with its own variables for this task (its
+        inventory, facts, the play's and the roles' variables, C(-e)), rather than this host's alone."
+      - "Meant for C(run_once), so that a fleet's settings cost the controller one task instead of one per
+        host; site.yml's pre-flight gives it the batch's hosts. Not with O(image=only)."
+    type: list
+    elements: str
+  image_hosts:
+    description:
+      - "With O(hosts), the hosts whose engine image settings are also checked, as O(image=also) does for
+        a host checked alone (in site.yml's pre-flight, the GPU hosts of a run that may build the image)."
+    type: list
+    elements: str
+    default: []
 attributes:
   action:
     support: full
@@ -78,6 +95,12 @@ EXAMPLES = r"""
 - name: Check them and the engine image's settings
   glm53.tensorfold.settings_check:
     image: also
+
+- name: Check the settings of every host of the batch at once
+  glm53.tensorfold.settings_check:
+    hosts: "{{ ansible_play_batch }}"
+  register: checked
+  run_once: true
 """
 
 RETURN = r"""
@@ -87,15 +110,26 @@ problems:
   type: list
   elements: dict
 fingerprint:
-  description: The settings fingerprint (sha256 hex), also set as the fact C(tensorfold_settings_fingerprint).
-  returned: unless O(image=only)
+  description: This host's settings fingerprint (sha256 hex).
+  returned: without O(hosts), unless O(image=only)
   type: str
+hosts:
+  description: Each checked host's answer under its name, C(problems) and C(fingerprint).
+  returned: unless O(image=only)
+  type: dict
+failed_hosts:
+  description: Each checked host with a problem, C(host) and C(message) (the list of its problems' messages).
+  returned: unless O(image=only)
+  type: list
+  elements: dict
 """
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.controller_action import refuse_on_host
 
 # The action (plugins/action/settings_check.py) checks its arguments against this too.
-ARGUMENT_SPEC = dict(image=dict(type="str", choices=["ignore", "also", "only"], default="ignore"))
+ARGUMENT_SPEC = dict(image=dict(type="str", choices=["ignore", "also", "only"], default="ignore"),
+                     hosts=dict(type="list", elements="str"),
+                     image_hosts=dict(type="list", elements="str", default=[]))
 
 
 def main():

@@ -57,7 +57,8 @@ def test_a_fingerprint_kept_by_a_fact_cache_is_not_taken_for_this_runs():
     plugin = ActionModule(task, connection, PlayContext(), loader=None, templar=templar, shared_loader_obj=None)
     result = plugin.run(task_vars={"inventory_hostname": "gpu-a", "tensorfold_settings_fingerprint": "0" * 64})
     assert len(result["fingerprint"]) == 64 and result["fingerprint"] != "0" * 64
-    assert result["ansible_facts"]["tensorfold_settings_fingerprint"] == result["fingerprint"]
+    assert result["hosts"]["gpu-a"]["fingerprint"] == result["fingerprint"]
+    assert "ansible_facts" not in result  # never a fact, which a fact cache would keep
 
 
 def test_settings_of_other_hosts_leave_a_boxs_fingerprint_alone():
@@ -116,7 +117,7 @@ def test_a_setting_whose_template_fails_is_an_e_settings_problem():
 
 
 def test_a_misspelled_setting_warns_and_the_right_ones_do_not():
-    result = _run({"tensorfold_contxt": 4096, "tensorfold_context": 4096, "tensorfold_settings_problems": [],
+    result = _run({"tensorfold_contxt": 4096, "tensorfold_context": 4096,
                    "tensorfold_image_ref": "glm53/tensorfold-native:x", "tensorfold_settings_checked": {}})
     assert not result.get("failed")
     assert result["warnings"] == [
@@ -186,3 +187,57 @@ def test_the_image_role_checks_its_settings_alone_and_keeps_the_runs_fingerprint
     # The option's choices are the module's own (its ARGUMENT_SPEC), checked before anything is read.
     with pytest.raises(AnsibleActionFail, match="image"):
         run_check({"image": "sometimes"}, {})
+
+
+class _Manager:
+    """Stands for Ansible's variable manager: each host's variables for the task."""
+
+    def __init__(self, per_host):
+        self.per_host, self.asked = per_host, []
+
+    def get_vars(self, play, host, task):
+        self.asked.append(host.name)
+        return dict(self.per_host[host.name], inventory_hostname=host.name)
+
+
+def _batch(per_host, **args):
+    from ansible_collections.glm53.tensorfold.plugins.action.settings_check import ActionModule
+    manager = _Manager(per_host)
+    hostvars = SimpleNamespace(_variable_manager=manager,
+                               _inventory=SimpleNamespace(get_host=lambda name: SimpleNamespace(name=name) if name in per_host else None))
+    task = SimpleNamespace(action="glm53.tensorfold.settings_check", async_val=0, check_mode=False, args=args,
+                           get_play=lambda: None)
+    connection = SimpleNamespace(_shell=SimpleNamespace(tmpdir=None))
+    templar = SimpleNamespace(template=lambda value: value, copy_with_new_env=lambda available_variables: templar)
+    plugin = ActionModule(task, connection, PlayContext(), loader=None, templar=templar, shared_loader_obj=None)
+    plugin._play_keyword_values = lambda: {}
+    # The running host's own variables come with the task; the others' from the variable manager.
+    own = dict(per_host["gpu-a"], inventory_hostname="gpu-a", hostvars=hostvars)
+    return plugin.run(task_vars=own), manager
+
+
+def test_one_check_for_the_batch_answers_each_host_with_its_own_settings_and_fails_none():
+    per_host = {"gpu-a": {"tensorfold_port": 8020}, "gpu-b": {"tensorfold_parallel": 0}, "gpu-c": {"tensorfold_port": 8021}}
+    result, manager = _batch(per_host, hosts=["gpu-a", "gpu-b", "gpu-c"])
+    assert manager.asked == ["gpu-b", "gpu-c"]  # the running host's own task variables are not asked again
+    assert not result.get("failed")  # a run_once task that failed would fail every host of the batch
+    assert [entry["host"] for entry in result["failed_hosts"]] == ["gpu-b"]
+    assert result["failed_hosts"][0]["message"][0].startswith("[E_SETTINGS] gpu-b: tensorfold_parallel is 0.")
+    assert result["hosts"]["gpu-a"]["problems"] == [] and result["hosts"]["gpu-c"]["problems"] == []
+    fingerprints = dict((name, answer["fingerprint"]) for name, answer in result["hosts"].items())
+    assert fingerprints["gpu-a"] != fingerprints["gpu-c"]  # each host's own port
+    assert "fingerprint" not in result  # no single host's answer at the top
+
+
+def test_a_host_checked_in_a_batch_gets_the_fingerprint_it_gets_checked_alone():
+    per_host = {"gpu-a": {"tensorfold_port": 8020}, "gpu-b": {"tensorfold_port": 8021, "tensorfold_context": 65536}}
+    batch, unused = _batch(per_host, hosts=["gpu-a", "gpu-b"])
+    alone = _run(per_host["gpu-b"])  # checked as gpu-a, whose name the fingerprint leaves out
+    assert batch["hosts"]["gpu-b"]["fingerprint"] == alone["fingerprint"]
+
+
+def test_the_image_rules_apply_to_the_hosts_named_for_them_only():
+    per_host = {"gpu-a": {"tensorfold_image_engine_commit": "f350cd3e"}, "gpu-b": {"tensorfold_image_engine_commit": "f350cd3e"}}
+    result, unused = _batch(per_host, hosts=["gpu-a", "gpu-b"], image_hosts=["gpu-b"])
+    assert [entry["host"] for entry in result["failed_hosts"]] == ["gpu-b"]
+    assert "tensorfold_image_engine_commit" in result["failed_hosts"][0]["message"][0]

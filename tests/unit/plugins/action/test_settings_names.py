@@ -58,7 +58,6 @@ def _own_variables():
         for path in glob.glob(os.path.join(collection, pattern)):
             with open(path) as handle:
                 walk(yaml.safe_load(handle))
-    names.update(("tensorfold_settings_problems", "tensorfold_settings_fingerprint"))  # settings_check's facts
     return sorted(name for name in names if name.startswith("tensorfold_"))
 
 
