@@ -16,8 +16,9 @@ description:
   - Reads, for each host of O(hosts), the facts the roles hand each other (C(gpu_host_checks_result),
     C(gpu_host_checks_gpus), C(tensorfold_image_ref), C(tensorfold_image_tag),
     C(weights_fetch_model_revision), C(rank_container_result), C(smoke_test_result),
-    C(gateway_state), C(fleet_bench_result)) and site.yml's C(step_failure) and
-    C(step_stopped) (a host whose settings failed pre-flight has its problems there), and returns the report, one line per host.
+    C(gateway_state), C(fleet_bench_result)) and site.yml's C(step_failure) (which also holds the
+    problems of a host whose settings failed pre-flight) and C(step_stopped), and returns the report,
+    one line per host.
   - A host's status is C(live) (smoke test passed), C(failed) (with its codes, step and what to do),
     C(unreachable) (no failure recorded and not in O(reached_end)), C(stopped), C(planned)
     (check mode) or C(skipped) (not smoke-tested in this run).
