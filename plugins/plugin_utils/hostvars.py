@@ -10,9 +10,9 @@ __metaclass__ = type
 from ansible.errors import AnsibleError
 
 
-# What the fast path registers on each GPU box (rank_container/tasks/converged.yml): on a converged
+# What the fast path registers on each GPU box (step/tasks/converged.yml): on a converged
 # box, its "published" answer holds the facts the box's skipped steps would have set.
-CONVERGED = "rank_container_converged_info"
+CONVERGED = "step_converged_info"
 
 
 def published(templar, task_vars, host, names):

@@ -39,6 +39,10 @@ STUB_META = "---\ndependencies:\n  - role: glm53.tensorfold.tensorfold\n"
 STUB_TAGS = {"nvidia_toolkit": ["check"]}
 # The variable site.yml passes a stub that its log line notes (rank_container_action for the others).
 STUB_NOTES = {"gpu_host_checks": "gpu_host_checks_toolkit_follows", "nvidia_toolkit": "nvidia_toolkit_runtime_required"}
+# The fast path's read in pre-flight (the step's tasks/converged.yml) asks a box's Docker engine:
+# a stub too, on the GPU boxes as the real one, noting "step:converged" and publishing
+# stub_facts['step'] (a box's step_converged_info).
+STUB_FAST_PATH = "---\n- when: inventory_hostname in groups.gpu_hosts | default([])\n  block:\n"
 
 
 def stub_tasks(role, entry):
@@ -72,6 +76,9 @@ def build(tmp_path, stubbed=STUBBED):
         for entry in entries:
             if entry != "main":
                 (coll / "roles" / role / "tasks" / (entry + ".yml")).write_text(stub_tasks(role, ":" + entry))
+    if "rank_container" in stubbed:
+        tasks = stub_tasks("step", ":converged").split("\n", 1)[1]
+        (coll / "roles" / "step" / "tasks" / "converged.yml").write_text(STUB_FAST_PATH + textwrap.indent(tasks, "    "))
     return base
 
 

@@ -18,7 +18,7 @@ from ansible_run import run_playbook  # noqa: E402
 
 # A full deploy: pre-flight (the fast path's comparison), the steps, the deploy record.
 STEPS = ["gpu_host_checks", "nvidia_toolkit", "tensorfold_image", "weights_fetch", "rank_container", "smoke_test"]
-DEPLOY = ["rank_container:converged"] + STEPS + ["rank_container:deployed"]
+DEPLOY = ["step:converged"] + STEPS + ["rank_container:deployed"]
 # The image's pins an operator sets (their defaults are empty): a run that builds the image needs them.
 PINS = {"tensorfold_image_engine_commit": "f350cd3e" + "0" * 32, "tensorfold_image_patch_series_commit": "e" * 40}
 RESTART_PLAY = "Rolling restart, tensorfold_restart_serial hosts at a time (drain, restart, smoke test, undrain)"
@@ -303,11 +303,11 @@ def test_the_pre_flight_image_check_runs_only_when_the_image_step_does(collectio
 def test_a_converged_box_skips_every_deploy_step_and_the_others_deploy(collection, tmp_path):
     live = {"status": "live", "endpoint": "http://gpu-b:8020/v1", "problems": []}
     stands_for = {"converged": True, "published": {"smoke_test_result": live}}
-    host_vars = {"gpu-b": {"stub_facts": {"rank_container": {"rank_container_converged_info": stands_for}}}}
+    host_vars = {"gpu-b": {"stub_facts": {"step": {"step_converged_info": stands_for}}}}
     rc, output, ran = site(collection, tmp_path, host_vars=host_vars)
     assert rc == 0, output
     assert roles(ran["gpu-a"]) == DEPLOY, output
-    assert roles(ran["gpu-b"]) == ["rank_container:converged"], output
+    assert roles(ran["gpu-b"]) == ["step:converged"], output
     report = json.loads((tmp_path / "reports" / "fleet-report.json").read_text())
     lines = dict((line["host"], line) for line in report["hosts"])
     assert lines["gpu-b"]["status"] == "live" and lines["gpu-b"]["endpoint"] == "http://gpu-b:8020/v1", lines
@@ -321,23 +321,23 @@ def test_a_converged_box_skips_every_deploy_step_and_the_others_deploy(collectio
 ])
 def test_a_converged_box_lends_only_what_the_deployed_box_lacks(collection, tmp_path, lacks, named, lends):
     converged = {"converged": True, "published": {}}
-    host_vars = {"gpu-a": dict(named, stub_facts={"rank_container": {"rank_container_converged_info": converged}}),
-                 "gpu-b": dict(named, stub_facts={"rank_container": {"rank_container_converged_info": {
+    host_vars = {"gpu-a": dict(named, stub_facts={"step": {"step_converged_info": converged}}),
+                 "gpu-b": dict(named, stub_facts={"step": {"step_converged_info": {
                      "converged": False, "lacks": lacks}}}),
-                 "gpu-c": {"stub_facts": {"rank_container": {"rank_container_converged_info": converged}}}}
+                 "gpu-c": {"stub_facts": {"step": {"step_converged_info": converged}}}}
     rc, output, ran = site(collection, tmp_path, hosts=("gpu-a", "gpu-b", "gpu-c"), host_vars=host_vars)
     assert rc == 0, output
-    assert roles(ran["gpu-a"]) == ["rank_container:converged"] + lends, output
+    assert roles(ran["gpu-a"]) == ["step:converged"] + lends, output
     assert roles(ran["gpu-b"]) == DEPLOY, output
-    assert roles(ran["gpu-c"]) == ["rank_container:converged"], output  # one lender
+    assert roles(ran["gpu-c"]) == ["step:converged"], output  # one lender
 
 
 def test_a_converged_fleet_skips_the_deploy_plays_without_a_warning(collection, tmp_path):
-    converged = {"stub_facts": {"rank_container": {"rank_container_converged_info": {"converged": True, "published": {}}}}}
+    converged = {"stub_facts": {"step": {"step_converged_info": {"converged": True, "published": {}}}}}
     rc, output, ran = site(collection, tmp_path, host_vars={"gpu-a": converged, "gpu-b": converged})
     assert rc == 0, output
     for host in ("gpu-a", "gpu-b"):
-        assert roles(ran[host]) == ["rank_container:converged"], output
+        assert roles(ran[host]) == ["step:converged"], output
     assert "[WARNING]" not in output, output
     assert "PLAY [Both ranks in one container (left alone when nothing changed)]" in output
 
@@ -364,14 +364,15 @@ def _step_entries():
 
 
 def test_the_step_knows_the_tags_of_the_plays_it_prepares_for():
-    """Pre-flight's image check and the host checks' toolkit rule read the toolkit and image plays'
-    tags from the step's vars (step_play_tags): they must be the plays' own."""
+    """Pre-flight's bundle and image checks and the host checks' toolkit rule read the bundle, toolkit
+    and image plays' tags from the step's vars (step_play_tags): they must be the plays' own."""
     import yaml
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     with open(os.path.join(root, "roles", "step", "vars", "main.yml")) as handle:
         known = yaml.safe_load(handle)["step_play_tags"]
     tags = dict((entry["step_roles"][0]["role"], play["tags"]) for playbook, play, entry in _step_entries()
                 if playbook == "site.yml" and entry.get("step_roles"))
+    assert sorted(tags["glm53.tensorfold.bundle"]) == sorted(known["bundle"])
     assert sorted(tags["glm53.tensorfold.nvidia_toolkit"]) == sorted(known["toolkit"])
     assert sorted(tags["glm53.tensorfold.tensorfold_image"]) == sorted(known["image"])
 
@@ -386,7 +387,7 @@ def test_every_step_entry_of_the_playbooks_matches_the_step_roles_specification(
         spec = yaml.safe_load(handle)["argument_specs"]["guard"]["options"]
     validator = ArgumentSpecValidator(spec)
     entries = list(_step_entries())
-    assert len(entries) >= 15
+    assert len(entries) >= 14
     for playbook, play, entry in entries:
         params = dict((key, value) for key, value in entry.items()
                       if key not in ("role", "vars", "tags", "when") and not (isinstance(value, str) and "{{" in value))
