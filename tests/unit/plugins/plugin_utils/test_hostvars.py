@@ -13,7 +13,7 @@ LIVE = {"status": "live", "endpoint": "http://gpu2:8020/v1", "problems": []}
 HOSTVARS = {"gpu1": {"gpu_host_checks_result": {"status": "pass", "problems": []}, "tensorfold_image_tag": "abc"},
             # converged: the fast path's answer stands for the facts of the steps it skipped
             "gpu2": {"step_converged_info": {"converged": True, "published": {"smoke_test_result": LIVE,
-                                                                                        "tensorfold_image_tag": "old"}},
+                                                                              "tensorfold_image_tag": "old"}},
                      "tensorfold_image_tag": "new"},
             # not converged: nothing stands for the steps' facts
             "gpu3": {"step_converged_info": {"converged": False, "published": None}},
