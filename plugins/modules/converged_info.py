@@ -119,8 +119,24 @@ options:
       - Its metrics must hold the series C(glm53_data_dir_info) with the label C(path) equal to O(data_dir).
     type: bool
     default: false
+  hosts:
+    description:
+      - Read each of these inventory hosts instead of the one the task runs on, each with its own
+        variables, connection and become, as if it ran the task itself; the answers come back
+        under RV(boxes). For a task with C(run_once), as the fast path of C(site.yml) uses it, so
+        that a converged fleet costs the controller one worker for the whole batch, not one per box.
+      - The task's conditions are judged once, for the batch; each host's arguments are templated
+        with its own variables.
+      - Handled by the action plugin, which runs the read of each host in threads of the one worker
+        through ansible-core's own task executor (ansible-core 2.19 and later). Where that is not
+        possible, RV(boxes) holds only the answer of the host the task runs on, and the other hosts
+        take the normal way of a box that is not converged.
+    type: list
+    elements: str
 notes:
   - Read the RV(differs) list rather than RV(converged) alone when deciding which steps to run.
+  - A host read through O(hosts) has no result of its own, so the PLAY RECAP of a run where it
+    did nothing else does not list it.
 extends_documentation_fragment:
   - glm53.tensorfold.read_only.box_reader
 attributes:
@@ -149,14 +165,19 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+boxes:
+  description: With O(hosts), each host's answer (the return values below, or a failed result), by inventory name.
+  returned: with O(hosts)
+  type: dict
+  sample: {"gpu-a": {"converged": true, "summary": "converged"}}
 converged:
   description: True when no compared part differs.
-  returned: always
+  returned: without O(hosts)
   type: bool
   sample: false
 differs:
   description: One entry per part that differs, in the order container, settings, image, weights, runtime, health.
-  returned: always
+  returned: without O(hosts)
   type: list
   elements: dict
   sample: [{"part": "settings", "what": "settings fingerprint 0c1d2e3f4a5b, wanted 9f8e7d6c5b4a"}]
@@ -164,17 +185,17 @@ lacks:
   description:
     - Which of C(image) and C(weights) the box must be given before it can serve, those of RV(differs) and both on a box
       without a deploy record (with O(data_dir)), so a run can let a converged box lend them.
-  returned: always
+  returned: without O(hosts)
   type: list
   elements: str
   sample: ["image", "weights"]
 summary:
   description: One line for the operator, C(converged) or C(differs:) and the parts.
-  returned: always
+  returned: without O(hosts)
   type: str
 have:
   description: What was read on the box.
-  returned: always
+  returned: without O(hosts)
   type: dict
   contains:
     container:
@@ -196,12 +217,12 @@ have:
       type: dict
 served:
   description: The running engine's context window and streams, from its startup line (only with O(data_dir)).
-  returned: always
+  returned: without O(hosts)
   type: dict
   sample: {"context": 1048576, "streams": 4}
 record:
   description: The box's deploy record (no secret in it), or null when there is none or O(data_dir) is unset.
-  returned: always
+  returned: without O(hosts)
   type: dict
 published:
   description:
@@ -209,16 +230,16 @@ published:
       (C(rank_container_result), C(smoke_test_result), C(gpu_host_checks_result), C(tensorfold_image_ref),
       C(tensorfold_image_tag), C(weights_fetch_model_revision)); null otherwise. The collection's controller-side
       readers of those facts take them from here.
-  returned: always
+  returned: without O(hosts)
   type: dict
 read_with:
   description: How the box was read, C(box reader) (its Python ran the comparison, no AnsiballZ) or C(module).
-  returned: always
+  returned: without O(hosts)
   type: str
   sample: box reader
 node_exporter:
   description: Whether the node exporter serves the data folder's series (C(converged)) and, when not, why (C(what)); null when O(node_exporter) is false.
-  returned: always
+  returned: without O(hosts)
   type: dict
   sample: {"converged": true, "what": ""}
 """
@@ -249,6 +270,7 @@ ARGUMENT_SPEC = dict(
     run_settings=dict(type="str"),
     api_key=dict(type="str", no_log=True),
     node_exporter=dict(type="bool", default=False),
+    hosts=dict(type="list", elements="str"),  # the action's (read each of them); the read itself ignores it
 )
 
 

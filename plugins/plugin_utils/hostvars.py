@@ -10,8 +10,9 @@ __metaclass__ = type
 from ansible.errors import AnsibleError
 
 
-# What the fast path registers on each GPU box (step/tasks/converged.yml): on a converged
-# box, its "published" answer holds the facts the box's skipped steps would have set.
+# What the fast path registers on every host of pre-flight (step/tasks/converged.yml): each GPU
+# box's answer under "boxes"; a converged box's "published" holds the facts its skipped steps
+# would have set.
 CONVERGED = "step_converged_info"
 
 
@@ -38,6 +39,15 @@ def published(templar, task_vars, host, names):
             return templar.template(host_vars[name])
         return resolve("host_vars[name]", local_variables={"host_vars": host_vars, "name": name})
 
+    def own_answer():
+        # Only the box's own entry: the whole registered value (every box's answer) on each of N
+        # hosts would cost a report N * N answers.
+        if resolve is None:
+            fleet = templar.template(host_vars[CONVERGED]) or {}
+            return ((fleet.get("boxes") or {}).get(host) or {}).get("published")
+        return (resolve("host_vars[name].boxes[host]",
+                        local_variables={"host_vars": host_vars, "name": CONVERGED, "host": host}) or {}).get("published")
+
     found, stands_for = {}, None
     for name in names:
         try:
@@ -48,7 +58,7 @@ def published(templar, task_vars, host, names):
             continue
         if stands_for is None:
             try:
-                stands_for = ((read(CONVERGED) if CONVERGED in host_vars else None) or {}).get("published") or {}
+                stands_for = (own_answer() if CONVERGED in host_vars else None) or {}
             except (AnsibleError, KeyError, AttributeError):
                 stands_for = {}
         if name in stands_for:

@@ -39,10 +39,21 @@ STUB_META = "---\ndependencies:\n  - role: glm53.tensorfold.tensorfold\n"
 STUB_TAGS = {"nvidia_toolkit": ["check"]}
 # The variable site.yml passes a stub that its log line notes (rank_container_action for the others).
 STUB_NOTES = {"gpu_host_checks": "gpu_host_checks_toolkit_follows", "nvidia_toolkit": "nvidia_toolkit_runtime_required"}
-# The fast path's read in pre-flight (the step's tasks/converged.yml) asks a box's Docker engine:
-# a stub too, on the GPU boxes as the real one, noting "step:converged" and publishing
-# stub_facts['step'] (a box's step_converged_info).
+# The fast path's read in pre-flight (the step's tasks/converged.yml) asks each box's Docker
+# engine: a stub too. Each GPU box notes "step:converged" and publishes stub_facts['step'] (its
+# answer, as step_converged_info); then, as the real read's one registered result does, every host
+# gets them all as step_converged_info.boxes.
 STUB_FAST_PATH = "---\n- when: inventory_hostname in groups.gpu_hosts | default([])\n  block:\n"
+STUB_FAST_PATH_BOXES = textwrap.dedent("""\
+    - name: Every host gets every box's answer, as the real read registers it
+      ansible.builtin.set_fact:
+        step_converged_info:
+          boxes: >-
+            {% set ns = namespace(found={}) %}{% for box in ansible_play_batch
+              if box in groups.gpu_hosts | default([]) and hostvars[box].step_converged_info is defined %}{%
+              set ns.found = ns.found | combine({box: hostvars[box].step_converged_info}) %}{% endfor %}{{ ns.found }}
+      run_once: true
+    """)
 
 
 def stub_tasks(role, entry):
@@ -78,7 +89,8 @@ def build(tmp_path, stubbed=STUBBED):
                 (coll / "roles" / role / "tasks" / (entry + ".yml")).write_text(stub_tasks(role, ":" + entry))
     if "rank_container" in stubbed:
         tasks = stub_tasks("step", ":converged").split("\n", 1)[1]
-        (coll / "roles" / "step" / "tasks" / "converged.yml").write_text(STUB_FAST_PATH + textwrap.indent(tasks, "    "))
+        (coll / "roles" / "step" / "tasks" / "converged.yml").write_text(
+            STUB_FAST_PATH + textwrap.indent(tasks, "    ") + STUB_FAST_PATH_BOXES)
     return base
 
 

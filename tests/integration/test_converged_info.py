@@ -218,3 +218,65 @@ def test_an_unreachable_docker_engine_is_a_coded_failure(box):
     rc, out, result = ansible_result(box["way"], {"docker_host": "unix:///nonexistent.sock", "host_label": "box1"})
     assert rc != 0 and result["code"] == "E_DOCKER", out
     assert "[E_DOCKER] box1: cannot read the Docker engine at unix:///nonexistent.sock" in result["msg"]
+
+
+BATCH_PLAY = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: Read the boxes of the batch from one worker
+      glm53.tensorfold.converged_info:
+        container_name: "{{ box_container }}"
+        runtime: runc
+        data_dir: "{{ box_data_dir }}"
+        run_settings: "{{ box_run_settings }}"
+        api_key: "{{ box_api_key }}"
+        host_label: "{{ inventory_hostname }}"
+        hosts: "{{ ansible_play_batch | select('in', groups.gpu_hosts) | list }}"
+      register: read
+      run_once: true
+    - name: Show what every host got
+      ansible.builtin.debug:
+        msg: "ANSWER {{ read | to_json }}"
+"""
+
+
+def test_one_worker_reads_every_box_of_the_batch(box, tmp_path):
+    """``hosts`` (site.yml's fast path): the first host's worker reads each listed host with that
+    host's own variables and connection; the answers come back under ``boxes``, registered on every
+    host of the play; a host not listed is not read; the keys stay masked."""
+    subprocess.check_call(["docker", "start", box["name"]], stdout=subprocess.DEVNULL, timeout=60)  # stopped above
+    run = "c" * 64
+    record = {"settings": run, "container": SETTINGS, "image": IMAGE, "weights": [],
+              "endpoint": box["health_url"][:-len("/health")] + "/v1"}
+    dirs = {}
+    for name in ("box-a", "box-b", "gateway"):
+        dirs[name] = tmp_path / name
+        (dirs[name] / ".state").mkdir(parents=True)
+    (dirs["box-a"] / ".state" / "deployed.json").write_text(json.dumps(record))  # box-b has no record
+    (dirs["box-a"] / ".state" / "api-key").write_text("sk-box-a-secret")  # each box is read with its own key
+    local = dict(ansible_connection="local", ansible_python_interpreter=sys.executable,
+                 ansible_pipelining=WAYS[box["way"]], box_container=box["name"], box_run_settings=run)
+    hosts = dict((name, dict(local, box_data_dir=str(path), box_api_key="sk-%s-secret" % name))
+                 for name, path in dirs.items())
+    inventory = {"all": {"children": {"gateways": {"hosts": {"gateway": hosts["gateway"]}},
+                                      "gpu_hosts": {"hosts": {"box-a": hosts["box-a"], "box-b": hosts["box-b"]}}}}}
+    (tmp_path / "hosts.json").write_text(json.dumps(inventory))
+    (tmp_path / "play.yml").write_text(BATCH_PLAY)
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"), ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json")
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(tmp_path / "hosts.json"),
+                           str(tmp_path / "play.yml")], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout
+    read, shown = json.loads(proc.stdout[proc.stdout.index("{"):])["plays"][0]["tasks"]
+    # One worker, on the play's first host: here the gateway, which is not read itself.
+    assert sorted(read["hosts"]) == ["gateway"], read["hosts"].keys()
+    answers = [json.loads(shown["hosts"][name]["msg"].split("ANSWER ", 1)[1]) for name in ("box-a", "box-b", "gateway")]
+    assert all(answer == answers[0] for answer in answers), answers  # every host holds it
+    boxes = answers[0]["boxes"]
+    assert sorted(boxes) == ["box-a", "box-b"], boxes
+    # Each box read with its own data_dir and key: box-a's record and key file hold, box-b has neither.
+    assert boxes["box-a"]["converged"] is True and boxes["box-a"]["read_with"] == box["way"], boxes["box-a"]
+    assert [d["part"] for d in boxes["box-b"]["differs"]] == ["record", "api_key"], boxes["box-b"]
+    assert "secret" not in proc.stdout

@@ -6,17 +6,22 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleUndefinedVariable
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
 
 from ansible_collections.glm53.tensorfold.plugins.plugin_utils.hostvars import published
 
 LIVE = {"status": "live", "endpoint": "http://gpu2:8020/v1", "problems": []}
 HOSTVARS = {"gpu1": {"gpu_host_checks_result": {"status": "pass", "problems": []}, "tensorfold_image_tag": "abc"},
-            # converged: the fast path's answer stands for the facts of the steps it skipped
-            "gpu2": {"step_converged_info": {"converged": True, "published": {"smoke_test_result": LIVE,
-                                                                              "tensorfold_image_tag": "old"}},
-                     "tensorfold_image_tag": "new"},
-            # not converged: nothing stands for the steps' facts
-            "gpu3": {"step_converged_info": {"converged": False, "published": None}},
+            # converged: the fast path's answer stands for the facts of the steps it skipped (its
+            # one read of the batch is registered on every host, each box's answer under "boxes")
+            "gpu2": {"tensorfold_image_tag": "new", "step_converged_info": {"boxes": {
+                "gpu2": {"converged": True, "published": {"smoke_test_result": LIVE, "tensorfold_image_tag": "old"}},
+                "gpu3": {"converged": False, "published": None}}}},
+            # not converged: nothing stands for the steps' facts (another box's answer is not its own)
+            "gpu3": {"step_converged_info": {"boxes": {
+                "gpu2": {"converged": True, "published": {"smoke_test_result": LIVE}},
+                "gpu3": {"converged": False, "published": None}}}},
             # one variable that does not template hides no other
             "gpu4": {"broken": "{{ undefined }}", "tensorfold_image_tag": "abc"}}
 
@@ -25,7 +30,8 @@ class Resolver(object):
     """ansible-core 2.19's Templar.resolve_variable_expression, over one host's variables."""
 
     def resolve_variable_expression(self, expression, local_variables=None):
-        assert expression == "host_vars[name]"
+        if expression != "host_vars[name]":  # the fast path's answer of the box itself: the real templar
+            return Templar(loader=DataLoader()).resolve_variable_expression(expression, local_variables=local_variables)
         value = local_variables["host_vars"][local_variables["name"]]
         if value == "{{ undefined }}":
             raise AnsibleUndefinedVariable("undefined")

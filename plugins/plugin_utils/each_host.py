@@ -1,0 +1,100 @@
+# -*- coding: utf-8 -*-
+# Copyright: glm53.tensorfold contributors
+# Apache License 2.0 (see LICENSE)
+"""Run a task on each of several hosts from the one worker of a ``run_once`` task.
+
+A task costs the controller one worker per host: a fork of the whole controller (about 15 ms on a
+2-core machine), the worker's own start, its result sent back and judged. For a read that every box
+of the batch takes in every run (the fast path's converged_info), that is most of what a converged
+box costs the controller. Here the first host's worker runs the same task for each host in threads,
+each through ansible-core's own TaskExecutor with that host's variables: the same connection and
+become, the same templating of the task's arguments, as if the host had its own worker. The
+task's conditions were judged once, when the batch reached it. Only the workers, their results'
+trips and the controller's per-host bookkeeping are saved (docs/development.md, "One worker reads
+the batch").
+
+It leans on what a worker process holds (``ansible.executor.process.worker.current_worker``), so
+``run_each`` returns None where that is missing (another ansible-core, a task not run by a worker,
+a loop or a timeout on the task) and the caller answers for its own host only.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import contextlib
+import contextvars
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible import context
+from ansible.executor.task_executor import TaskExecutor
+from ansible.playbook.task import Task
+
+try:  # ansible-core 2.19's per-thread state of a task run (a worker process has one of each)
+    from ansible._internal import _task
+    from ansible._internal._templating import _access
+except ImportError:  # pragma: no cover  (before 2.19: no such state)
+    _task = _access = None
+
+
+def _nothing():
+    return contextlib.nullcontext()
+
+
+def _worker():
+    try:
+        from ansible.executor.process import worker
+    except ImportError:  # pragma: no cover  (every ansible-core this collection supports has it)
+        return None
+    current = getattr(worker, "current_worker", None)
+    needed = ("_host", "_task", "_play_context", "_loader", "_shared_loader_obj", "_final_q", "_variable_manager")
+    if current is None or not all(hasattr(current, name) for name in needed):
+        return None
+    return current
+
+
+def run_each(action, task_vars, hosts, drop=("hosts",)):
+    """{host: result} of ``action``'s task run on each of ``hosts`` (inventory names), its
+    arguments in ``drop`` left out, each run the way a worker of that host would run it; None where
+    this process is not a worker that can. A host missing from the inventory gets a failed result."""
+    worker = _worker()
+    if worker is None or action._task.loop or action._task.timeout:  # pylint: disable=protected-access
+        return None
+    manager = worker._variable_manager  # pylint: disable=protected-access
+    inventory = getattr(manager, "_inventory", None)
+    if inventory is None:
+        return None
+    play = action._task.get_play()  # pylint: disable=protected-access
+    raw = action._task.get_ds()  # pylint: disable=protected-access  # the task as written: each host templates it anew
+    play_hosts = task_vars.get("ansible_play_hosts_all")
+    batch = task_vars.get("ansible_play_batch")
+
+    def one(name):
+        host = inventory.get_host(name)
+        if host is None:
+            return {"failed": True, "msg": "%s is not in the inventory" % name}
+        task = Task.load(raw, block=action._task._parent, role=action._task._role,  # pylint: disable=protected-access
+                         variable_manager=manager, loader=action._loader)  # pylint: disable=protected-access
+        # The task's conditions (its own and those it inherits) were judged for the batch when the
+        # task was reached; which hosts it runs on is ``hosts``. Not judged again per host.
+        task.squash()
+        task.when = []
+        task.run_once = False
+        for name_dropped in drop:
+            task.args.pop(name_dropped, None)
+        job_vars = manager.get_vars(play=play, host=host, task=task, _hosts=batch, _hosts_all=play_hosts)
+        # What a worker of its own would give the run: the task as the current one, and a fresh
+        # broker of the templar's access notes (the one this thread inherits is the first host's).
+        if _access is not None:
+            _access.AnsibleAccessContext._contextvar.set(_access.AnsibleAccessContext())  # pylint: disable=protected-access
+        with (_task.TaskContext(task) if _task is not None else _nothing()):
+            return TaskExecutor(host, task, job_vars, worker._play_context, worker._loader,  # pylint: disable=protected-access
+                                worker._shared_loader_obj, worker._final_q, manager).run()  # pylint: disable=protected-access
+
+    names = list(dict.fromkeys(hosts))
+    if len(names) <= 1:
+        return dict((name, one(name)) for name in names)
+    threads = max(1, min(len(names), int(context.CLIARGS.get("forks") or 5)))
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        futures = dict((name, pool.submit(contextvars.copy_context().run, one, name)) for name in names)
+        return dict((name, future.result()) for name, future in futures.items())
