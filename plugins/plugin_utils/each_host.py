@@ -91,10 +91,18 @@ def run_each(action, task_vars, hosts, drop=("hosts",)):
             return TaskExecutor(host, task, job_vars, worker._play_context, worker._loader,  # pylint: disable=protected-access
                                 worker._shared_loader_obj, worker._final_q, manager).run()  # pylint: disable=protected-access
 
+    def answer(name):
+        # One host's trouble before its executor runs (its variables do not template, say) is that
+        # host's failed result: it must not fail the host whose worker this is.
+        try:
+            return contextvars.copy_context().run(one, name)
+        except Exception as exc:  # pylint: disable=broad-except
+            return {"failed": True, "msg": "%s: %s" % (type(exc).__name__, exc)}
+
     names = list(dict.fromkeys(hosts))
     if len(names) <= 1:
-        return dict((name, one(name)) for name in names)
+        return dict((name, answer(name)) for name in names)
     threads = max(1, min(len(names), int(context.CLIARGS.get("forks") or 5)))
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        futures = dict((name, pool.submit(contextvars.copy_context().run, one, name)) for name in names)
+        futures = dict((name, pool.submit(answer, name)) for name in names)
         return dict((name, future.result()) for name, future in futures.items())

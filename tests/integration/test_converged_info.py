@@ -259,8 +259,10 @@ def test_one_worker_reads_every_box_of_the_batch(box, tmp_path):
                  ansible_pipelining=WAYS[box["way"]], box_container=box["name"], box_run_settings=run)
     hosts = dict((name, dict(local, box_data_dir=str(path), box_api_key="sk-%s-secret" % name))
                  for name, path in dirs.items())
+    # box-c's variables do not template: its own failed answer, no other host's.
+    hosts["box-c"] = dict(hosts["box-b"], box_data_dir="{{ nowhere_defined }}")
     inventory = {"all": {"children": {"gateways": {"hosts": {"gateway": hosts["gateway"]}},
-                                      "gpu_hosts": {"hosts": {"box-a": hosts["box-a"], "box-b": hosts["box-b"]}}}}}
+                                      "gpu_hosts": {"hosts": dict((name, hosts[name]) for name in ("box-a", "box-b", "box-c"))}}}}
     (tmp_path / "hosts.json").write_text(json.dumps(inventory))
     (tmp_path / "play.yml").write_text(BATCH_PLAY)
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
@@ -272,10 +274,11 @@ def test_one_worker_reads_every_box_of_the_batch(box, tmp_path):
     read, shown = json.loads(proc.stdout[proc.stdout.index("{"):])["plays"][0]["tasks"]
     # One worker, on the play's first host: here the gateway, which is not read itself.
     assert sorted(read["hosts"]) == ["gateway"], read["hosts"].keys()
-    answers = [json.loads(shown["hosts"][name]["msg"].split("ANSWER ", 1)[1]) for name in ("box-a", "box-b", "gateway")]
+    answers = [json.loads(shown["hosts"][name]["msg"].split("ANSWER ", 1)[1]) for name in ("box-a", "box-b", "box-c", "gateway")]
     assert all(answer == answers[0] for answer in answers), answers  # every host holds it
     boxes = answers[0]["boxes"]
-    assert sorted(boxes) == ["box-a", "box-b"], boxes
+    assert sorted(boxes) == ["box-a", "box-b", "box-c"], boxes
+    assert boxes["box-c"]["failed"] is True and "nowhere_defined" in boxes["box-c"]["msg"], boxes["box-c"]
     # Each box read with its own data_dir and key: box-a's record and key file hold, box-b has neither.
     assert boxes["box-a"]["converged"] is True and boxes["box-a"]["read_with"] == box["way"], boxes["box-a"]
     assert [d["part"] for d in boxes["box-b"]["differs"]] == ["record", "api_key"], boxes["box-b"]
