@@ -37,17 +37,13 @@ except ImportError:  # pragma: no cover  (before 2.19: no such state)
     _task = _access = None
 
 
-def _nothing():
-    return contextlib.nullcontext()
-
-
 def _worker():
     try:
         from ansible.executor.process import worker
     except ImportError:  # pragma: no cover  (every ansible-core this collection supports has it)
         return None
     current = getattr(worker, "current_worker", None)
-    needed = ("_host", "_task", "_play_context", "_loader", "_shared_loader_obj", "_final_q", "_variable_manager")
+    needed = ("_play_context", "_loader", "_shared_loader_obj", "_final_q", "_variable_manager")
     if current is None or not all(hasattr(current, name) for name in needed):
         return None
     return current
@@ -87,7 +83,7 @@ def run_each(action, task_vars, hosts, drop=("hosts",)):
         # broker of the templar's access notes (the one this thread inherits is the first host's).
         if _access is not None:
             _access.AnsibleAccessContext._contextvar.set(_access.AnsibleAccessContext())  # pylint: disable=protected-access
-        with (_task.TaskContext(task) if _task is not None else _nothing()):
+        with (_task.TaskContext(task) if _task is not None else contextlib.nullcontext()):
             return TaskExecutor(host, task, job_vars, worker._play_context, worker._loader,  # pylint: disable=protected-access
                                 worker._shared_loader_obj, worker._final_q, manager).run()  # pylint: disable=protected-access
 
