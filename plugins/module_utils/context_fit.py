@@ -41,15 +41,13 @@ import hashlib
 import itertools
 import os
 import re
-import tempfile
 import time
-from fractions import Fraction
 
-_NUM = r"([0-9]+(?:\.[0-9]+)?)"
+from ansible_collections.glm53.tensorfold.plugins.module_utils.engine_log import INT as _INT, NUM as _NUM, clean, count as _int, parse_startup
+
 # Budgets can be negative: the engine prints what is left, and a reserve or a
 # TENSORFOLD_CUDA_MEMORY_LIMIT_GB above the free memory leaves less than nothing.
 _SNUM = r"(-?[0-9]+(?:\.[0-9]+)?)"
-_INT = r"([0-9][0-9,_]*)"
 
 NO_STREAM = re.compile(
     r"the CUDA memory budget fits no stream: one at an? " + _INT + r"-token window takes "
@@ -62,9 +60,6 @@ WEIGHTS = re.compile(
     r"the checkpoint's " + _NUM + r" GiB of weights do not fit the " + _SNUM
     + r" GiB the CUDA memory budget grants[^\n]*")
 WINDOW = re.compile(r"--context " + _INT + r" exceeds this model's " + _INT + r"-token window[^\n]*")
-STARTUP = re.compile(
-    r"CUDA [^\n]*?: model " + _NUM + r" GiB; " + _INT + r" streams? at once, " + _NUM
-    + r" GiB each at an? " + _INT + r"-token window, of " + _NUM + r" GiB left[^\n]*")
 REFUSALS = (("no_stream", NO_STREAM), ("parallel", PARALLEL), ("weights", WEIGHTS), ("window", WINDOW))
 # For a refusal split over lines: the same patterns with every space optional, matched on the
 # pieces joined with nothing (a wrap may cut inside a word, or drop the space it broke at).
@@ -77,8 +72,6 @@ _CUT_HEAD = re.compile("(?:%s)(?:\\s|$)" % "|".join(
     re.escape(head[:size][::-1]) for head in _HEADS for size in range(len(head) - 1, 0, -1)))
 # A split refusal is looked for over the line it begins on and at most this many more.
 LOOKAHEAD = 5
-# Terminal escapes (colour, cursor) a logger or a wrapper may add, even inside a figure.
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 # Lines that are clearly output of their own, which can land inside a split refusal (a rank's
 # stdout and stderr share one log): NCCL's debug lines (NCCL_DEBUG=INFO), the engine's, the
 # ranks' and the runner's own lines. They are passed over, never joined.
@@ -92,13 +85,12 @@ KEY_FIELDS = (
 )
 
 
-def _int(text):
-    return int(text.replace(",", "").replace("_", ""))
-
-
 def _printed_bounds(text):
     """The interval a figure printed as ``text`` stands for: the engine rounds to the printed
     decimals, so the true value lies within half a unit of the last digit either side."""
+    # Imported here: engine_container's box reader sends this file to the box for every start, and
+    # fractions (with decimal) would be most of what importing it costs the box.
+    from fractions import Fraction  # pylint: disable=import-outside-toplevel
     value = Fraction(text)
     decimals = len(text.split(".", 1)[1]) if "." in text else 0
     half = Fraction(1, 2 * 10 ** decimals)
@@ -126,11 +118,6 @@ def largest_window(stream_cost_high, cost_window, budget_low, streams, requested
     window = min(int(fits), requested)
     window -= window % page_rows
     return window if window >= page_rows else None
-
-
-def clean(text):
-    """The log without terminal escapes, with one line break per line (CR LF, a lone CR)."""
-    return _ANSI.sub("", text or "").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _may_continue(line):
@@ -192,16 +179,6 @@ def find_refusals(text):
                 found.append((number,) + split[:3])
                 joined.update(split[3])  # a continuation begins nothing
     return found
-
-
-def parse_startup(text):
-    """Return (streams, window) from the engine's last startup line, or (None, None)."""
-    found = None
-    for found in STARTUP.finditer(clean(text)):
-        pass
-    if found is None:
-        return None, None
-    return _int(found.group(2)), _int(found.group(4))
 
 
 def streams_needed(parallel):
@@ -377,6 +354,7 @@ def write_cache_entry(path, key, context, now=None):
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         os.makedirs(folder, 0o755)
+    import tempfile  # pylint: disable=import-outside-toplevel  # as fractions above
     handle, tmp = tempfile.mkstemp(dir=folder, prefix=".context-fit.")
     with os.fdopen(handle, "w") as out:
         out.write(render_cache(entries, recorded))

@@ -32,7 +32,7 @@ import socket
 import http.client as http_client
 from urllib.parse import quote
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import engine_args, hf_plan, hf_records
+from ansible_collections.glm53.tensorfold.plugins.module_utils import engine_args, engine_log, hf_plan, hf_records
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
 from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok
 from ansible_collections.glm53.tensorfold.plugins.module_utils.net import http_get
@@ -42,7 +42,7 @@ RECORD = "deployed.json"
 # Written by the monitoring role once the node exporter serves (its URL on the box).
 NODE_EXPORTER_RECORD = "node-exporter.json"
 # Every module_utils file read_box imports, itself included: what the box needs to run it.
-READER_MODULES = ("converged", "codes", "context_fit", "engine_args", "health", "hf_plan", "hf_records", "net")
+READER_MODULES = ("converged", "codes", "engine_args", "engine_log", "health", "hf_plan", "hf_records", "net")
 
 
 class ReadFailure(Exception):
@@ -175,8 +175,7 @@ def record_wants(record, run_settings):
 
 def served(rank0_log):
     """Context window and streams of the running engine, from its startup line in rank0.log."""
-    from ansible_collections.glm53.tensorfold.plugins.module_utils import context_fit  # pylint: disable=import-outside-toplevel
-    streams, window = context_fit.parse_startup(rank0_log)
+    streams, window = engine_log.parse_startup(rank0_log)
     return {"context": window, "streams": streams}
 
 

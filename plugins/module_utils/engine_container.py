@@ -28,13 +28,13 @@ import time
 
 import http.client as http_client
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import box_module, context_fit, engine_args
+from ansible_collections.glm53.tensorfold.plugins.module_utils import box_module, context_fit, engine_args, engine_log
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem, record
 from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok, health_ready
 from ansible_collections.glm53.tensorfold.plugins.module_utils.net import http_get, url_host
 
 # Every module_utils file the flow imports, itself first: what the box reader sends to the host.
-READER_MODULES = ("engine_container", "box_module", "codes", "context_fit", "engine_args", "health", "net")
+READER_MODULES = ("engine_container", "box_module", "codes", "context_fit", "engine_args", "engine_log", "health", "net")
 
 ACCEPTED = "neither a directory nor a Hugging Face repo id"
 STATE_RECORD = "engine.json"
@@ -663,7 +663,7 @@ class EngineContainer(object):
         (``info=None``) its settings label and no restarts (its policy was "no" until it served)."""
         p = self.p
         log = _read(os.path.join(self.logs_dir, "current", "rank0.log"))
-        streams, seen_window = context_fit.parse_startup(log)
+        streams, seen_window = engine_log.parse_startup(log)
         asked = 4 if str(p["parallel"]).lower() == "auto" else int(p["parallel"])
         if streams is not None and streams < asked:
             what = "%d streams came up at a %d-token window, %d were asked%s" % (

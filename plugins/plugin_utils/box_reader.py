@@ -35,13 +35,14 @@ MODULE_UTILS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 # printed as one JSON line. An exception with a ``code`` (the reader's own failure) is an answer
 # too, a failed one; anything else ends the program with its traceback on stderr.
 PROGRAM = """
-import importlib.util, json, sys
+import importlib, json, sys
+from importlib.machinery import ModuleSpec
 SOURCES = json.loads(%(sources)r)
 PACKAGE = %(package)r
 class Importer(object):
     def find_spec(self, name, path=None, target=None):
         if name in SOURCES or (PACKAGE + ".").startswith(name + "."):
-            return importlib.util.spec_from_loader(name, self, is_package=name not in SOURCES)
+            return ModuleSpec(name, self, is_package=name not in SOURCES)
         return None
     def create_module(self, spec):
         return None

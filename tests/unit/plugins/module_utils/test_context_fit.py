@@ -11,10 +11,10 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils.context_fit impor
     analyse,
     fit_key,
     parse_cache,
-    parse_startup,
     read_cache_file,
     write_cache_entry,
 )
+from ansible_collections.glm53.tensorfold.plugins.module_utils.engine_log import parse_startup
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 

@@ -11,6 +11,7 @@ import textwrap
 import pytest
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import context_fit
+from ansible_collections.glm53.tensorfold.plugins.module_utils import engine_log
 
 NO_STREAM = ("tensorfold: the CUDA memory budget fits no stream: one at a 1048576-token window takes 10.00 GiB, "
              "and 9.40 GiB is left after the model's 82.10 GiB and the 4.0 GiB reserve; lower --context, "
@@ -108,7 +109,7 @@ def test_terminal_escapes_inside_a_refusal_are_ignored(escaped):
 def test_terminal_escapes_inside_the_startup_line_are_ignored():
     line = ("CUDA sm_120 device 0 (card): model 84.50 GiB; \x1b[1m3\x1b[0m streams at once, 0.50 GiB each at a "
             "262144-token window, of 5.3 GiB left after a 4.0 GiB reserve; prompts in 2048-row chunks")
-    assert context_fit.parse_startup(line) == (3, 262144)
+    assert engine_log.parse_startup(line) == (3, 262144)
 
 
 @pytest.mark.parametrize("configured", ["auto", "1", "4", "8"])

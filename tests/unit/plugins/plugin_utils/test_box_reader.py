@@ -31,7 +31,7 @@ def run_bare(text, env=None):
 
 
 def test_read_box_runs_with_the_files_it_carries_and_nothing_else(tmp_path):
-    # A data folder with a deploy record: read_box reads it, the key file, the log (context_fit).
+    # A data folder with a deploy record: read_box reads it, the key file, the log (engine_log).
     state = tmp_path / ".state"
     state.mkdir()
     (state / "deployed.json").write_text(json.dumps({"settings": "a" * 64, "container": "b" * 64}))
@@ -43,6 +43,25 @@ def test_read_box_runs_with_the_files_it_carries_and_nothing_else(tmp_path):
     # No Docker engine at that socket: the reader's own coded failure, not a traceback.
     assert answer["failed"] is True and answer["code"] == "E_DOCKER", answer
     assert answer["msg"].startswith("[E_DOCKER] box7: cannot read the Docker engine at unix:///nonexistent/docker.sock")
+
+
+def test_the_fast_path_read_imports_only_what_it_uses(tmp_path):
+    # The read runs on every box in every run: the engine's log is read for its startup line
+    # (engine_log), not with the context fit's arithmetic and cache (context_fit, fractions, tempfile).
+    state = tmp_path / ".state"
+    state.mkdir()
+    (state / "deployed.json").write_text(json.dumps({"settings": "a" * 64, "container": "b" * 64}))
+    (tmp_path / "logs" / "current").mkdir(parents=True)
+    (tmp_path / "logs" / "current" / "rank0.log").write_text(
+        "CUDA sm_120 device 0 (card): model 84.50 GiB; 4 streams at once, 1.00 GiB each at a 131072-token window, "
+        "of 5.3 GiB left after a 4.0 GiB reserve; prompts in 2048-row chunks\n")
+    params = dict(PARAMS, data_dir=str(tmp_path), run_settings="a" * 64)
+    program = box_reader.program(converged.READER_MODULES, "read_box", params)
+    rc, out, err = run_bare(program + "\nprint(json.dumps(sorted(sys.modules)))\n")
+    assert rc == 0, err
+    imported = json.loads(out.strip().splitlines()[-1])
+    assert box_reader.parse("\n".join(out.strip().splitlines()[:-1]))["code"] == "E_DOCKER"
+    assert not [name for name in imported if name.endswith(".context_fit") or name in ("fractions", "decimal", "tempfile")], imported
 
 
 def test_a_missing_file_is_a_traceback_not_an_answer():
