@@ -19,25 +19,36 @@ import sys
 import tarfile
 import time
 
-# (path on the box, file under ROOT): the mode is the source file's.
-FILES = (
+# (path on the box, file or folder under ROOT): a folder's files go in whole; modes are the sources'.
+SOURCES = (
     ("usr/bin/nvidia-smi", "tests/standins/nvidia-smi"),
     ("usr/libexec/docker/cli-plugins/docker-buildx", ".cache/tensorfold_image-apt/docker-buildx"),
     ("usr/local/sbin/glm53-restart-dockerd", "tests/standins/restart-dockerd"),
     ("opt/glm53-standins/nvidia-container-runtime", "tests/standins/nvidia-container-runtime"),
-    ("opt/glm53-standins/nvidia-toolkit-repo/build_repo.py", "tests/standins/nvidia-toolkit-repo/build_repo.py"),
-    ("opt/glm53-standins/nvidia-toolkit-repo/nvidia-ctk", "tests/standins/nvidia-toolkit-repo/nvidia-ctk"),
+    ("opt/glm53-standins/nvidia-toolkit-repo", "tests/standins/nvidia-toolkit-repo"),
 )
 # Folders the stand-ins fill later (the GPU profile, the TensorFold sources).
 FOLDERS = ("etc/glm53-sim", "srv/glm53-standins")
 MARKER = "opt/glm53-standins/box-files.sha256"
 
 
+def files(root):
+    """(path on the box, path here) for every file of SOURCES, in a stable order."""
+    for dest, source in SOURCES:
+        path = os.path.join(root, source)
+        if not os.path.isdir(path):
+            yield dest, path
+            continue
+        for folder, subfolders, names in os.walk(path):
+            subfolders[:] = sorted(name for name in subfolders if name != "__pycache__")
+            for name in sorted(names):
+                yield os.path.join(dest, os.path.relpath(os.path.join(folder, name), path)), os.path.join(folder, name)
+
+
 def main(root, archive):
     digest = hashlib.sha256()
     members = []
-    for dest, source in FILES:
-        path = os.path.join(root, source)
+    for dest, path in files(root):
         with open(path, "rb") as handle:
             data = handle.read()
         stat = os.stat(path)
