@@ -129,6 +129,30 @@ def engine_env(settings):
     return env
 
 
+def pin_cards(indices, gpus=None):
+    """The two ranks' cards: ``{"device_ids", "cuda_devices", "first"}``.
+
+    ``indices`` are the settings' nvidia-smi indices in rank order; ``gpus`` the cards as gpu_info
+    reads them (the host checks' list in rank order, or every card of the host: those of
+    ``indices`` are taken). With a UUID for every card the container asks for the cards by UUID,
+    so a renumbering between boots cannot swap them; otherwise by index. Inside the container CUDA
+    numbers only the requested cards, in PCI bus order (nvidia-smi's): a card's number there is its
+    position among the requested indices. ``first`` is rank 0's card (the fit key's GPU), {} unknown."""
+    indices = [int(i) for i in indices]
+    listed = [g for g in (gpus or []) if isinstance(g, dict)]
+    if len(listed) == len(indices) and [g.get("index", i) for g, i in zip(listed, indices)] == indices:
+        cards = listed  # the ranks' cards already, in rank order
+    else:
+        by_index = dict((g.get("index"), g) for g in listed)
+        cards = [by_index[i] for i in indices if i in by_index]
+    uuids = [g.get("uuid") for g in cards if g.get("uuid")]
+    if len(uuids) == len(indices):
+        return {"device_ids": uuids, "cuda_devices": ",".join(uuids), "first": cards[0]}
+    ordered = sorted(indices)
+    return {"device_ids": [str(i) for i in indices], "cuda_devices": ",".join(str(ordered.index(i)) for i in indices),
+            "first": cards[0] if cards else {}}
+
+
 def runner_env(settings, cuda_devices):
     """Everything the runner exports for both ranks: NCCL over loopback, offline Hub, the cards
     pinned in PCI order, and the engine's own variables."""

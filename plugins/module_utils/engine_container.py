@@ -29,15 +29,19 @@ import time
 import http.client as http_client
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import box_module, context_fit, engine_args, engine_log
+from ansible_collections.glm53.tensorfold.plugins.module_utils import nvidia_smi as smi
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem, record
 from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok, health_ready
 from ansible_collections.glm53.tensorfold.plugins.module_utils.net import http_get, url_host
 
 # Every module_utils file the flow imports, itself first: what the box reader sends to the host.
-READER_MODULES = ("engine_container", "box_module", "codes", "context_fit", "engine_args", "engine_log", "health", "net")
+READER_MODULES = ("engine_container", "box_module", "codes", "context_fit", "engine_args", "engine_log", "health", "net",
+                  "nvidia_smi")
 
 ACCEPTED = "neither a directory nor a Hugging Face repo id"
 STATE_RECORD = "engine.json"
+# What a start asks nvidia-smi when the host checks did not read the cards: the pinning's fields.
+CARD_FIELDS = ("index", "uuid", "name", "memory.total")
 # How often a start asks /health while it waits for the API.
 WAIT_POLL_S = 0.25
 # The most containers one start runs: the first, and the context fit's retries (start_locked).
@@ -203,9 +207,11 @@ class Lock(object):
 class EngineContainer(object):
     """One host's engine container. ``p`` holds the module's parameters."""
 
-    def __init__(self, p, docker, check_mode=False, sleep=time.sleep, clock=time.time, http=None):
+    def __init__(self, p, docker, check_mode=False, sleep=time.sleep, clock=time.time, http=None, read_gpus=None):
         self.p = p
         self.docker = docker
+        self.read_gpus = read_gpus or (lambda: [])
+        self._cards = None
         self.check_mode = check_mode
         self.sleep = sleep
         self.clock = clock
@@ -244,9 +250,21 @@ class EngineContainer(object):
     def settings(self):
         return self.p["settings"]
 
+    def cards(self):
+        """The ranks' cards (engine_args.pin_cards): from ``gpus`` when the host checks read them,
+        else read here, once and only for a start (a stop needs none)."""
+        if self._cards is None:
+            gpus = self.p.get("gpus")
+            self._cards = engine_args.pin_cards(self.p["gpu_indices"], gpus if gpus is not None else self.read_gpus())
+        return self._cards
+
     def fit_key(self, image):
-        """The context-fit cache key; the image tag defaults to the tag of the image that runs."""
+        """The context-fit cache key; the image tag defaults to the tag of the image that runs, the
+        GPU's name and memory to rank 0's card."""
         fields = dict(self.p.get("fit_fields") or {})
+        first = self.cards()["first"]
+        fields.setdefault("gpu_name", first.get("name") or "")
+        fields.setdefault("gpu_memory_mib", first.get("memory_total_mib", first.get("memory_total", "")))
         if not fields.get("image_tag"):
             fields["image_tag"] = image.rsplit(":", 1)[-1] if ":" in image.rsplit("/", 1)[-1] else ""
         return context_fit.fit_key(fields)
@@ -261,7 +279,7 @@ class EngineContainer(object):
 
     def runner(self, window):
         return engine_args.runner_script(
-            self.settings(), window, self.p["cuda_devices"],
+            self.settings(), window, self.cards()["cuda_devices"],
             engine_args.API_KEY_MOUNT if self.p["api_key"] else None,
             self.p["engine_args"], self.p["name"])
 
@@ -269,7 +287,7 @@ class EngineContainer(object):
         keyed = bool(self.p["api_key"])
         data = {"runner": runner_text, "image": image, "model": self.p["model_dir"],
                 "drafter": self.p["drafter_dir"] or "", "cache": self.p["cache_dir"], "env": self.p["env"] or {},
-                "devices": self.p["device_ids"], "gpu_requests": self.p["gpu_requests"],
+                "devices": self.cards()["device_ids"], "gpu_requests": self.p["gpu_requests"],
                 "ulimits": self.p["ulimits"], "keyed": keyed}
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()
 
@@ -295,7 +313,8 @@ class EngineContainer(object):
             return {}
 
     def write_record(self, image, window):
-        data = {"image": image, "device_ids": self.p["device_ids"], "cuda_devices": self.p["cuda_devices"],
+        cards = self.cards()
+        data = {"image": image, "device_ids": cards["device_ids"], "cuda_devices": cards["cuda_devices"],
                 "context": window, "started": _now("%Y-%m-%dT%H:%M:%SZ")}
         with open(self.record_path + ".tmp", "w") as out:
             json.dump(data, out, indent=1, sort_keys=True)
@@ -431,7 +450,7 @@ class EngineContainer(object):
                            (p["label"] + ".context", str(window))):
             argv += ["--label", "%s=%s" % (key, value)]
         if p["gpu_requests"]:
-            argv += ["--gpus", '"device=%s"' % ",".join(p["device_ids"])]
+            argv += ["--gpus", '"device=%s"' % ",".join(self.cards()["device_ids"])]
         argv += self.mounts(run_dir)
         argv += [image, "/bin/bash", engine_args.LOG_MOUNT + "/runner.sh"]
         rc, out, err = self.docker(*argv)
@@ -709,12 +728,26 @@ def run_module(module):
             return 127, "", "docker: command not found"
         return module.run_command([docker] + list(argv[1:]))
 
-    engine = EngineContainer(p, Docker(run), check_mode=module.check_mode)
+    engine = EngineContainer(p, Docker(run), check_mode=module.check_mode, read_gpus=lambda: read_gpus(module))
     try:
         result = engine.run(p["state"])
     except StartFailed as err:
         module.fail_json(msg=err.message, code=err.code, changed=engine.changed, messages=engine.messages)
     module.exit_json(changed=engine.changed, result=result, messages=engine.messages)
+
+
+def read_gpus(module):
+    """Every card of the host as gpu_info lists them, for a start the host checks did not precede
+    (a restart on its own); [] when nvidia-smi is missing or fails: the cards are then pinned by index."""
+    binary = module.get_bin_path("nvidia-smi", required=False, opt_dirs=["/usr/bin", "/usr/local/bin"])
+    if not binary:
+        return []
+    rc, out, _err = module.run_command([binary, "--query-gpu=" + ",".join(CARD_FIELDS), "--format=csv,noheader,nounits"],
+                                       environ_update={"LC_ALL": "C"})
+    try:
+        return smi.parse_gpu_answer(out, fields=CARD_FIELDS)["gpus"] if rc == 0 else []
+    except smi.NvidiaSmiParseError:
+        return []
 
 
 def on_box(params):

@@ -72,11 +72,9 @@ def engine_env(settings):
 
 
 def gpu_devices(settings, gpus_facts=None):
-    """The cards in rank order: UUIDs when the host checks found them, else nvidia-smi indices."""
-    uuids = [g.get("uuid") for g in (gpus_facts or []) if isinstance(g, dict) and g.get("uuid")]
-    if len(uuids) == len(settings.get("tensorfold_gpus", [0, 1])):
-        return uuids
-    return [str(g) for g in settings.get("tensorfold_gpus", [0, 1])]
+    """The cards in rank order, as the start asks for them (engine_args.pin_cards): UUIDs when the
+    host checks found them, else nvidia-smi indices."""
+    return engine_args.pin_cards(settings.get("tensorfold_gpus", [0, 1]), gpus_facts)["device_ids"]
 
 
 def docker_run(settings, image_ref, model_path, drafter_path, log_dir, gpus_facts=None):

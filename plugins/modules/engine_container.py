@@ -75,7 +75,8 @@ options:
     description:
       - What the context fit depends on (GPU name and memory, checkpoint revision, image tag, PARALLEL, KV,
         KV_PAGES, DENSE, HEAD, VISION, DRAFTER, MEMORY_RESERVE_GIB); the cache key is their SHA-256.
-      - An empty C(image_tag) is the tag of the image the module runs.
+      - An empty C(image_tag) is the tag of the image the module runs; without C(gpu_name) and
+        C(gpu_memory_mib) the module takes rank 0's card (O(gpus)).
     type: dict
     default: {}
   page_rows:
@@ -106,15 +107,20 @@ options:
     description: The engine's cache folder.
     type: path
     required: true
-  device_ids:
-    description: The two cards for the device request, in rank order.
+  gpu_indices:
+    description:
+      - The two cards' nvidia-smi indices, in rank order (C(tensorfold_gpus)).
     type: list
-    elements: str
+    elements: int
     required: true
-  cuda_devices:
-    description: C(CUDA_VISIBLE_DEVICES) inside the container.
-    type: str
-    required: true
+  gpus:
+    description:
+      - The cards as the host checks read them (C(gpu_host_checks_gpus)), in rank order.
+      - Without them a start reads the host's cards itself with one C(nvidia-smi) call. With a UUID
+        for every card the container asks for the cards by UUID, else by index (also when
+        C(nvidia-smi) is missing or fails). Rank 0's card names the GPU of the context-fit cache key.
+    type: list
+    elements: dict
   gpu_requests:
     description: Hand the GPUs to the container.
     type: bool
@@ -190,8 +196,8 @@ EXAMPLES = r"""
     model_dir: /srv/glm53/model
     drafter_dir: /srv/glm53/drafter
     cache_dir: /srv/glm53/.cache
-    device_ids: [GPU-aaaa, GPU-bbbb]
-    cuda_devices: GPU-aaaa,GPU-bbbb
+    gpu_indices: [0, 1]
+    gpus: "{{ gpu_host_checks_gpus }}"
   register: started
 """
 
@@ -242,8 +248,8 @@ ARGUMENT_SPEC = dict(
     model_dir=dict(type="path", required=True),
     drafter_dir=dict(type="str", default=""),
     cache_dir=dict(type="path", required=True),
-    device_ids=dict(type="list", elements="str", required=True),
-    cuda_devices=dict(type="str", required=True),
+    gpu_indices=dict(type="list", elements="int", required=True),
+    gpus=dict(type="list", elements="dict"),
     gpu_requests=dict(type="bool", default=True),
     env=dict(type="dict", default={}),
     ulimits=dict(type="list", elements="str", default=[]),

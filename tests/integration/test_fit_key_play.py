@@ -1,7 +1,8 @@
 """rank_container's context-fit key is the same for a full run and for a restart on its own
 (``site.yml --tags restart``: no weights_fetch, no tensorfold_image facts), for
-MODEL_SOURCE=local and download. Runs the role's input tasks with ansible-playbook on localhost
-and builds the key the way the engine_container module does."""
+MODEL_SOURCE=local and download. Templates the role's fit fields with ansible-playbook on localhost
+and builds the key the way the engine_container module does: from the host checks' cards in a full
+run, from the cards the module reads itself in a restart on its own."""
 
 import json
 import os
@@ -23,13 +24,15 @@ GPUS = [{"index": 0, "uuid": "GPU-aaaa", "name": "NVIDIA RTX PRO 6000", "memory_
 def fit_fields(tmp_path, name, variables):
     out = tmp_path / (name + ".json")
     playbook = tmp_path / (name + ".yml")
-    playbook.write_text(json.dumps([{"hosts": "localhost", "gather_facts": False, "tasks": [
-        {"ansible.builtin.include_role": {"name": "glm53.tensorfold.rank_container", "tasks_from": "inputs.yml",
-                                           "public": True}},
+    # The role's variables as the engine_container task reads them: the settings' defaults, the
+    # role's defaults and its derived vars.
+    files = [os.path.join(ROOT, "roles", role, kind, "main.yml")
+             for role, kind in (("tensorfold", "defaults"), ("rank_container", "defaults"), ("rank_container", "vars"))]
+    playbook.write_text(json.dumps([{"hosts": "localhost", "gather_facts": False, "vars_files": files, "tasks": [
         {"ansible.builtin.copy": {"content": "{{ rank_container_fit_fields | to_json }}", "dest": str(out),
                                   "mode": "0644"}}]}]))
     extra = tmp_path / (name + "-vars.json")
-    extra.write_text(json.dumps(dict(variables, gpu_host_checks_gpus=GPUS, tensorfold_data_dir=str(tmp_path))))
+    extra.write_text(json.dumps(dict(variables, tensorfold_data_dir=str(tmp_path))))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS)
     subprocess.run(["ansible-playbook", "-i", "localhost,", "-c", "local", "-e", "@" + str(extra),
                     "-e", "ansible_python_interpreter=" + sys.executable, str(playbook)],
@@ -37,10 +40,11 @@ def fit_fields(tmp_path, name, variables):
     return json.loads(out.read_text())
 
 
-def key(fields, image):
-    box = EngineContainer.__new__(EngineContainer)
-    box.p = {"fit_fields": fields}
-    return box.fit_key(image)
+def key(fields, image, checked):
+    """The module's key: a full run hands it the host checks' cards, a restart reads every card."""
+    params = {"host": "box1", "data_dir": "/srv/glm53", "fit_fields": fields, "gpu_indices": [0, 1],
+              "gpus": GPUS if checked else None}
+    return EngineContainer(params, docker=None, read_gpus=lambda: list(reversed(GPUS))).fit_key(image)
 
 
 @pytest.mark.parametrize("source", ["local", "download"])
@@ -53,6 +57,6 @@ def test_restart_on_its_own_computes_the_full_runs_key(tmp_path, source):
                                              weights_fetch_model_path=str(tmp_path / "model")))
     restart = fit_fields(tmp_path, "restart", dict(base, rank_container_action="restart"))
     # The restart runs the image the container runs: the module fills the tag in from it.
-    assert key(full, "glm53-tensorfold:0123abcd") == key(restart, "glm53-tensorfold:0123abcd")
+    assert key(full, "glm53-tensorfold:0123abcd", True) == key(restart, "glm53-tensorfold:0123abcd", False)
     assert full["checkpoint_revision"] == restart["checkpoint_revision"]
     assert (full["checkpoint_revision"] == "local") == (source == "local")

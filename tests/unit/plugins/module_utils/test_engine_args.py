@@ -114,3 +114,21 @@ def test_knob_table_marks_the_names_the_contract_does_not_give():
                            "tensorfold_w8a8": "TENSORFOLD_W8A8"}
     assert all(r["confirmed"] for r in rows if r["setting"] == "tensorfold_memory_reserve_gib")
     assert "tensorfold_dense --dense" in engine_args.unconfirmed_note({"tensorfold_engine_names": {"dense": "--dense"}})
+
+
+def test_pin_cards_asks_for_the_ranks_cards_by_uuid_in_rank_order():
+    host = [{"index": i, "uuid": "GPU-%d" % i, "name": "card %d" % i} for i in range(4)]
+    # Every card of the host: the settings' indices pick them, rank 0 first.
+    picked = engine_args.pin_cards([3, 1], host)
+    assert picked == {"device_ids": ["GPU-3", "GPU-1"], "cuda_devices": "GPU-3,GPU-1", "first": host[3]}
+    # The host checks' list is already in rank order.
+    assert engine_args.pin_cards([1, 0], [host[1], host[0]])["device_ids"] == ["GPU-1", "GPU-0"]
+
+
+@pytest.mark.parametrize("indices, cards, cuda", [
+    ([0, 1], None, "0,1"), ([1, 0], [], "1,0"), ([3, 1], [{"index": 3, "uuid": "GPU-3"}], "1,0"),
+    ([0, 2], [{"index": 0, "uuid": "GPU-0"}, {"index": 2}], "0,1")])
+def test_pin_cards_falls_back_to_indices_numbered_as_cuda_sees_them(indices, cards, cuda):
+    pinned = engine_args.pin_cards(indices, cards)
+    assert pinned["device_ids"] == [str(i) for i in indices] and pinned["cuda_devices"] == cuda
+    assert pinned["first"] == ([c for c in cards or [] if c["index"] == indices[0]] or [{}])[0]

@@ -88,14 +88,14 @@ def params(tmp_path, **changes):
          "settings": {"tensorfold_parallel": "4", "tensorfold_port": 8020}, "engine_args": [], "context": "auto",
          "auto_context": 1048576, "fit_fields": {"gpu_name": "card"}, "page_rows": 512, "parallel": "4",
          "api_key": "", "data_dir": str(tmp_path), "model_dir": str(tmp_path / "model"), "drafter_dir": "",
-         "cache_dir": str(tmp_path / ".cache"), "device_ids": ["0", "1"], "cuda_devices": "0,1", "gpu_requests": False,
+         "cache_dir": str(tmp_path / ".cache"), "gpu_indices": [0, 1], "gpus": None, "gpu_requests": False,
          "env": {}, "ulimits": [], "api_host": "127.0.0.1", "port": 8020, "wait_timeout": 5, "lock_wait": 0,
          "log_tail_lines": 5, "stop_grace": 1, "restart_policy": "on-failure:3"}
     p.update(changes)
     return p
 
 
-def engine(tmp_path, docker, **changes):
+def engine(tmp_path, docker, read_gpus=None, **changes):
     clock = {"t": 0.0}
 
     def sleep(seconds):
@@ -109,7 +109,7 @@ def engine(tmp_path, docker, **changes):
         return (200, '{"status": "ok"}') if up else (None, "refused")
 
     return ec.EngineContainer(params(tmp_path, **changes), ec.Docker(docker), sleep=sleep,
-                              clock=lambda: clock["t"], http=http)
+                              clock=lambda: clock["t"], http=http, read_gpus=read_gpus)
 
 
 def fitting(window):
@@ -591,3 +591,70 @@ def test_an_ipv6_api_host_is_bracketed_in_the_modules_urls(tmp_path):
     docker = FakeDocker(fitting)
     box = engine(tmp_path, docker, context="65536", api_host="::1")
     assert box.run("started")["endpoint"] == "http://[::1]:8020/v1"
+
+
+CARDS = [{"index": 0, "uuid": "GPU-aaaa", "name": "RTX PRO 6000", "memory_total_mib": 97887},
+         {"index": 1, "uuid": "GPU-bbbb", "name": "RTX PRO 6000", "memory_total_mib": 97887},
+         {"index": 2, "uuid": "GPU-cccc", "name": "RTX PRO 6000", "memory_total_mib": 97887}]
+
+
+def test_a_restart_on_its_own_reads_the_cards_once_and_pins_them_by_uuid(tmp_path):
+    docker = FakeDocker(fitting)
+    engine(tmp_path, docker, gpu_requests=True).run("started")
+    reads = []
+    restart = engine(tmp_path, docker, read_gpus=lambda: reads.append(1) or CARDS, gpu_requests=True, gpu_indices=[2, 0])
+    assert restart.run("restarted")["status"] == "running" and reads == [1]
+    run = [c for c in docker.calls if c[1] == "run" and "-d" in c][-1]
+    assert run[run.index("--gpus") + 1] == '"device=GPU-cccc,GPU-aaaa"'
+    runner = open(str(tmp_path / "logs" / "current" / "runner.sh")).read()
+    assert "CUDA_VISIBLE_DEVICES=GPU-cccc,GPU-aaaa" in runner
+    record = json.load(open(str(tmp_path / ".state" / "engine.json")))
+    assert record["device_ids"] == ["GPU-cccc", "GPU-aaaa"] and record["cuda_devices"] == "GPU-cccc,GPU-aaaa"
+
+
+def test_the_cards_the_host_checks_read_are_not_read_again_and_a_stop_reads_none(tmp_path):
+    docker = FakeDocker(fitting)
+
+    def unread():
+        pytest.fail("the cards were read again")
+
+    started = engine(tmp_path, docker, read_gpus=unread, gpus=CARDS[:2], gpu_requests=True)
+    assert started.run("started")["status"] == "running"
+    run = [c for c in docker.calls if c[1] == "run" and "-d" in c][-1]
+    assert run[run.index("--gpus") + 1] == '"device=GPU-aaaa,GPU-bbbb"'
+    assert engine(tmp_path, docker, read_gpus=unread).run("stopped")["status"] == "stopped"
+
+
+def test_the_fit_key_takes_rank_0s_card_unless_the_fields_name_one(tmp_path):
+    fields = {"checkpoint_revision": "abc"}
+    read = engine(tmp_path, FakeDocker(fitting), read_gpus=lambda: CARDS, fit_fields=fields, gpu_indices=[1, 0])
+    given = engine(tmp_path, FakeDocker(fitting), fit_fields=dict(fields, gpu_name="RTX PRO 6000", gpu_memory_mib=97887))
+    other = engine(tmp_path, FakeDocker(fitting), read_gpus=lambda: [dict(c, memory_total_mib=49152) for c in CARDS],
+                   fit_fields=fields)
+    assert read.fit_key("img:tag") == given.fit_key("img:tag") != other.fit_key("img:tag")
+
+
+class Host(object):
+    """What read_gpus asks of a module: nvidia-smi's place and its answer."""
+
+    def __init__(self, binary, answer):
+        self.binary, self.answer, self.asked = binary, answer, []
+
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        return self.binary
+
+    def run_command(self, argv, environ_update=None):
+        self.asked.append(argv)
+        return self.answer
+
+
+def test_read_gpus_asks_nvidia_smi_once_and_gives_up_quietly():
+    host = Host("/usr/bin/nvidia-smi", (0, "0, GPU-aaaa, NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 97887\n"
+                                           "1, GPU-bbbb, NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 97887\n", ""))
+    cards = ec.read_gpus(host)
+    assert [(c["index"], c["uuid"], c["memory_total_mib"]) for c in cards] == [(0, "GPU-aaaa", 97887), (1, "GPU-bbbb", 97887)]
+    assert len(host.asked) == 1 and host.asked[0][1] == "--query-gpu=index,uuid,name,memory.total"
+    assert ec.read_gpus(Host(None, None)) == []
+    assert ec.read_gpus(Host("/usr/bin/nvidia-smi", (9, "", "NVIDIA-SMI has failed because it couldn't communicate "
+                                                            "with the NVIDIA driver."))) == []
+    assert ec.read_gpus(Host("/usr/bin/nvidia-smi", (0, "garbage, here\n", ""))) == []

@@ -16,7 +16,7 @@ def args(tmp_path, **changes):
              "settings": {"tensorfold_parallel": "4", "tensorfold_port": 8020}, "context": "auto",
              "auto_context": 1048576, "fit_fields": {"gpu_name": "card"}, "page_rows": 512, "parallel": "4",
              "data_dir": str(tmp_path), "model_dir": str(tmp_path / "model"), "cache_dir": str(tmp_path / ".cache"),
-             "device_ids": ["0", "1"], "cuda_devices": "0,1", "gpu_requests": False, "state": "started"}
+             "gpu_indices": [0, 1], "gpu_requests": False, "state": "started"}
     given.update(changes)
     return given
 

@@ -133,7 +133,7 @@ def test_read_runs_the_named_python_on_stdin_or_steps_aside():
 
 ENGINE_ARGS = {"state": "stopped", "host": "box7", "settings": {}, "context": "auto", "api_key": "sk-never-shown",
                "data_dir": "/srv/glm53", "model_dir": "/srv/glm53/model", "cache_dir": "/srv/glm53/cache",
-               "device_ids": ["0", "1"], "cuda_devices": "0,1"}
+               "gpu_indices": [0, 1]}
 
 
 def test_the_engine_container_flow_runs_with_the_files_it_carries_and_nothing_else(tmp_path):
