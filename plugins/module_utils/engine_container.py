@@ -29,19 +29,17 @@ import time
 import http.client as http_client
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import box_module, context_fit, engine_args, engine_log
-from ansible_collections.glm53.tensorfold.plugins.module_utils import nvidia_smi as smi
+from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi_command import read_cards
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem, record
 from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok, health_ready
 from ansible_collections.glm53.tensorfold.plugins.module_utils.net import http_get, url_host
 
 # Every module_utils file the flow imports, itself first: what the box reader sends to the host.
 READER_MODULES = ("engine_container", "box_module", "codes", "context_fit", "engine_args", "engine_log", "health", "net",
-                  "nvidia_smi")
+                  "nvidia_smi_command", "nvidia_smi")
 
 ACCEPTED = "neither a directory nor a Hugging Face repo id"
 STATE_RECORD = "engine.json"
-# What a start asks nvidia-smi when the host checks did not read the cards: the pinning's fields.
-CARD_FIELDS = ("index", "uuid", "name", "memory.total")
 # How often a start asks /health while it waits for the API.
 WAIT_POLL_S = 0.25
 # The most containers one start runs: the first, and the context fit's retries (start_locked).
@@ -728,26 +726,12 @@ def run_module(module):
             return 127, "", "docker: command not found"
         return module.run_command([docker] + list(argv[1:]))
 
-    engine = EngineContainer(p, Docker(run), check_mode=module.check_mode, read_gpus=lambda: read_gpus(module))
+    engine = EngineContainer(p, Docker(run), check_mode=module.check_mode, read_gpus=lambda: read_cards(module))
     try:
         result = engine.run(p["state"])
     except StartFailed as err:
         module.fail_json(msg=err.message, code=err.code, changed=engine.changed, messages=engine.messages)
     module.exit_json(changed=engine.changed, result=result, messages=engine.messages)
-
-
-def read_gpus(module):
-    """Every card of the host as gpu_info lists them, for a start the host checks did not precede
-    (a restart on its own); [] when nvidia-smi is missing or fails: the cards are then pinned by index."""
-    binary = module.get_bin_path("nvidia-smi", required=False, opt_dirs=["/usr/bin", "/usr/local/bin"])
-    if not binary:
-        return []
-    rc, out, _err = module.run_command([binary, "--query-gpu=" + ",".join(CARD_FIELDS), "--format=csv,noheader,nounits"],
-                                       environ_update={"LC_ALL": "C"})
-    try:
-        return smi.parse_gpu_answer(out, fields=CARD_FIELDS)["gpus"] if rc == 0 else []
-    except smi.NvidiaSmiParseError:
-        return []
 
 
 def on_box(params):

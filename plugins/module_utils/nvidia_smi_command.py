@@ -16,6 +16,10 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi import
 
 # Every module_utils file gpu_info_on_box imports, itself first: what the box reader sends.
 READER_MODULES = ("nvidia_smi_command", "box_module", "nvidia_smi")
+# Where the driver puts nvidia-smi, searched before PATH (a module's PATH may lack them).
+NVIDIA_SMI_DIRS = ["/usr/bin", "/usr/local/bin"]
+# What read_cards asks: enough to pin the ranks' cards and name the fit key's GPU.
+CARD_FIELDS = ("index", "uuid", "name", "memory.total")
 
 
 def find_nvidia_smi(module, given=None):
@@ -27,11 +31,26 @@ def find_nvidia_smi(module, given=None):
             return given
         module.fail_json(msg="nvidia-smi not found at %s (the nvidia_smi option): install the NVIDIA "
                              "driver or point nvidia_smi at its nvidia-smi." % given)
-    found = module.get_bin_path("nvidia-smi", required=False, opt_dirs=["/usr/bin", "/usr/local/bin"])
+    found = module.get_bin_path("nvidia-smi", required=False, opt_dirs=NVIDIA_SMI_DIRS)
     if not found:
         module.fail_json(msg="nvidia-smi is not on PATH: install the NVIDIA driver (it brings "
                              "nvidia-smi) or set the nvidia_smi option to its path.")
     return found
+
+
+def read_cards(module):
+    """Every card of the host (index, uuid, name, memory) from one nvidia-smi call, for a start the
+    host checks did not precede; [] when nvidia-smi is missing, fails or answers what cannot be
+    read, never a failure: the caller then pins the cards by index."""
+    binary = module.get_bin_path("nvidia-smi", required=False, opt_dirs=NVIDIA_SMI_DIRS)
+    if not binary:
+        return []
+    rc, out, _err = module.run_command([binary, "--query-gpu=" + ",".join(CARD_FIELDS), "--format=csv,noheader,nounits"],
+                                       environ_update={"LC_ALL": "C"})
+    try:
+        return smi.parse_gpu_answer(out, fields=CARD_FIELDS)["gpus"] if rc == 0 else []
+    except smi.NvidiaSmiParseError:
+        return []
 
 
 def ask_at_once(module, binary, arg_lists):

@@ -633,28 +633,3 @@ def test_the_fit_key_takes_rank_0s_card_unless_the_fields_name_one(tmp_path):
                    fit_fields=fields)
     assert read.fit_key("img:tag") == given.fit_key("img:tag") != other.fit_key("img:tag")
 
-
-class Host(object):
-    """What read_gpus asks of a module: nvidia-smi's place and its answer."""
-
-    def __init__(self, binary, answer):
-        self.binary, self.answer, self.asked = binary, answer, []
-
-    def get_bin_path(self, name, required=False, opt_dirs=None):
-        return self.binary
-
-    def run_command(self, argv, environ_update=None):
-        self.asked.append(argv)
-        return self.answer
-
-
-def test_read_gpus_asks_nvidia_smi_once_and_gives_up_quietly():
-    host = Host("/usr/bin/nvidia-smi", (0, "0, GPU-aaaa, NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 97887\n"
-                                           "1, GPU-bbbb, NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 97887\n", ""))
-    cards = ec.read_gpus(host)
-    assert [(c["index"], c["uuid"], c["memory_total_mib"]) for c in cards] == [(0, "GPU-aaaa", 97887), (1, "GPU-bbbb", 97887)]
-    assert len(host.asked) == 1 and host.asked[0][1] == "--query-gpu=index,uuid,name,memory.total"
-    assert ec.read_gpus(Host(None, None)) == []
-    assert ec.read_gpus(Host("/usr/bin/nvidia-smi", (9, "", "NVIDIA-SMI has failed because it couldn't communicate "
-                                                            "with the NVIDIA driver."))) == []
-    assert ec.read_gpus(Host("/usr/bin/nvidia-smi", (0, "garbage, here\n", ""))) == []

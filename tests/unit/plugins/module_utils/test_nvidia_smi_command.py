@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi_command import (
-    P2PUnreadable, find_nvidia_smi, read_gpu_info, read_p2p, run_nvidia_smi)
+    P2PUnreadable, find_nvidia_smi, read_cards, read_gpu_info, read_p2p, run_nvidia_smi)
 
 RECORDED = os.path.join(os.path.dirname(__file__), "fixtures", "nvidia-smi", "h200-1gpu")
 
@@ -187,3 +187,30 @@ def test_a_gpu_needing_a_reset_no_longer_fails_the_whole_read():
     info = read_gpu_info(Warned(gpu_reads(row)))
     assert info["gpus"][0]["memory_used_mib"] is None
     assert info["gpus"][0]["placeholders"]["memory.used"] == "[GPU requires reset]"
+
+
+class Host(object):
+    """What read_cards asks of a module: nvidia-smi's place and its answer."""
+
+    def __init__(self, binary, answer):
+        self.binary, self.answer, self.asked = binary, answer, []
+
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        return self.binary
+
+    def run_command(self, argv, environ_update=None):
+        self.asked.append(argv)
+        return self.answer
+
+
+def test_read_cards_asks_nvidia_smi_once_and_gives_up_quietly():
+    rows = ("0, GPU-aaaa, NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 97887\n"
+            "1, GPU-bbbb, NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 97887\n")
+    host = Host("/usr/bin/nvidia-smi", (0, rows, ""))
+    cards = read_cards(host)
+    assert [(c["index"], c["uuid"], c["memory_total_mib"]) for c in cards] == [(0, "GPU-aaaa", 97887), (1, "GPU-bbbb", 97887)]
+    assert len(host.asked) == 1 and host.asked[0][1] == "--query-gpu=index,uuid,name,memory.total"
+    assert read_cards(Host(None, None)) == []
+    failing = (9, "", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")
+    assert read_cards(Host("/usr/bin/nvidia-smi", failing)) == []
+    assert read_cards(Host("/usr/bin/nvidia-smi", (0, "garbage, here\n", ""))) == []
