@@ -632,4 +632,3 @@ def test_the_fit_key_takes_rank_0s_card_unless_the_fields_name_one(tmp_path):
     other = engine(tmp_path, FakeDocker(fitting), read_gpus=lambda: [dict(c, memory_total_mib=49152) for c in CARDS],
                    fit_fields=fields)
     assert read.fit_key("img:tag") == given.fit_key("img:tag") != other.fit_key("img:tag")
-
