@@ -29,13 +29,12 @@ import json
 import os
 import socket
 
-import http.client as http_client
 from urllib.parse import quote
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import engine_args, engine_log, hf_plan, hf_records
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
 from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok
-from ansible_collections.glm53.tensorfold.plugins.module_utils.net import http_get
+from ansible_collections.glm53.tensorfold.plugins.module_utils.net import http_get, unix_get
 
 PARTS = ("record", "container", "settings", "api_key", "image", "weights", "runtime", "health")
 RECORD = "deployed.json"
@@ -72,14 +71,11 @@ def read_box(params):
             "weights": [weights_state(repo) for repo in params["weights"]]}
     try:
         docker = DockerReader(params["docker_host"], params["docker_timeout"])
-        try:
-            have["container"] = container_facts(docker.container(params["container_name"]), params["label"])
-            if params["image"]:
-                have["image"] = image_facts(docker.image(params["image"]))
-            if params["runtime"]:
-                have["runtimes"] = docker.runtimes()
-        finally:
-            docker.close()
+        have["container"] = container_facts(docker.container(params["container_name"]), params["label"])
+        if params["image"]:
+            have["image"] = image_facts(docker.image(params["image"]))
+        if params["runtime"]:
+            have["runtimes"] = docker.runtimes()
     except (IOError, OSError, ValueError) as exc:
         raise ReadFailure(problem("E_DOCKER", params["host_label"] or socket.gethostname(),
                                   "cannot read the Docker engine at %s: %s" % (params["docker_host"], exc)), "E_DOCKER")
@@ -294,37 +290,22 @@ def summary(differs):
     return "differs: " + "; ".join("%s (%s)" % (d["part"], d["what"]) for d in differs)
 
 
-class UnixHTTPConnection(http_client.HTTPConnection):
-    """HTTP over the Docker engine's unix socket (read-only GETs)."""
-
-    def __init__(self, path, timeout):
-        http_client.HTTPConnection.__init__(self, "localhost", timeout=timeout)
-        self.socket_path = path
-
-    def connect(self):
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        sock.connect(self.socket_path)
-        self.sock = sock
-
-
 class DockerReader:
-    """The three reads the comparison needs from the Docker Engine API, on one connection."""
+    """The three reads the comparison needs from the Docker Engine API on its unix socket."""
 
     def __init__(self, docker_host, timeout):
         if not docker_host.startswith("unix://"):
             raise ValueError("only a unix:// docker_host is supported, got %r" % docker_host)
-        self.conn = UnixHTTPConnection(docker_host[len("unix://"):], timeout)
+        self.socket_path = docker_host[len("unix://"):]
+        self.timeout = timeout
 
     def get(self, path):
         """The decoded JSON of GET path; None for 404."""
-        self.conn.request("GET", path, headers={"Host": "docker"})
-        resp = self.conn.getresponse()
-        body = resp.read()
-        if resp.status == 404:
+        status, body = unix_get(self.socket_path, path, self.timeout)
+        if status == 404:
             return None
-        if resp.status != 200:
-            raise IOError("Docker answered %d to GET %s: %s" % (resp.status, path, body[:200]))
+        if status != 200:
+            raise IOError("Docker answered %d to GET %s: %s" % (status, path, body[:200]))
         return json.loads(body.decode("utf-8"))
 
     def container(self, name):
@@ -335,9 +316,6 @@ class DockerReader:
 
     def runtimes(self):
         return sorted(((self.get("/info") or {}).get("Runtimes") or {}).keys())
-
-    def close(self):
-        self.conn.close()
 
 
 def _failure(exc):

@@ -11,11 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import calendar
 import fnmatch
-import hashlib
 import re
-from email.utils import parsedate_tz
 
 MIB = 1024 * 1024
 # A killed download re-fetches at most this much: the bytes after the last committed chunk.
@@ -77,6 +74,10 @@ def retry_after_seconds(value, now):
         return None
     if value.isdigit():
         return float(value)
+    # Imported here: the fast path's read carries this file to every box, and email.utils (with
+    # calendar, datetime, urllib) is only for a busy Hub's HTTP-date.
+    import calendar  # pylint: disable=import-outside-toplevel
+    from email.utils import parsedate_tz  # pylint: disable=import-outside-toplevel
     parsed = parsedate_tz(value)
     if parsed is None:
         return None
@@ -183,12 +184,16 @@ def human_bytes(n):
 
 def git_blob_hasher(size):
     """A sha1 already fed with git's blob header, so it ends as the file's git oid."""
+    import hashlib  # pylint: disable=import-outside-toplevel  # see new_hasher
     digest = hashlib.sha1()
     digest.update(b"blob %d\0" % size)
     return digest
 
 
 def new_hasher(spec):
+    # hashlib (OpenSSL's library loaded) is imported where a file is hashed: the fast path's read
+    # carries this file to every box in every run and hashes nothing.
+    import hashlib  # pylint: disable=import-outside-toplevel
     return hashlib.sha256() if spec["kind"] == "lfs" else git_blob_hasher(spec["size"])
 
 
