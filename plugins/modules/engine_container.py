@@ -197,7 +197,7 @@ EXAMPLES = r"""
     drafter_dir: /srv/glm53/drafter
     cache_dir: /srv/glm53/.cache
     gpu_indices: [0, 1]
-    gpus: "{{ gpu_host_checks_gpus }}"
+    gpus: "{{ ansible_facts.gpu_host_checks_gpus }}"
   register: started
 """
 

@@ -48,13 +48,20 @@ def published(templar, task_vars, host, names):
         return (resolve("host_vars[name].boxes[host]",
                         local_variables={"host_vars": host_vars, "name": CONVERGED, "host": host}) or {}).get("published")
 
-    found, stands_for = {}, None
+    found, stands_for, facts = {}, None, None
     for name in names:
         try:
             if name in host_vars:
                 found[name] = read(name)
                 continue
-        except (AnsibleError, KeyError):
+            # A module's fact (gpu_host_checks_gpus) is a variable of its own only while
+            # inject_facts_as_vars holds (ansible.cfg); under ansible_facts it is there either way.
+            if facts is None:
+                facts = (read("ansible_facts") if "ansible_facts" in host_vars else None) or {}
+            if name in facts:
+                found[name] = facts[name]
+                continue
+        except (AnsibleError, KeyError, TypeError):
             continue
         if stands_for is None:
             try:

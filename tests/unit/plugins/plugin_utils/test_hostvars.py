@@ -23,7 +23,9 @@ HOSTVARS = {"gpu1": {"gpu_host_checks_result": {"status": "pass", "problems": []
                 "gpu2": {"converged": True, "published": {"smoke_test_result": LIVE}},
                 "gpu3": {"converged": False, "published": None}}}},
             # one variable that does not template hides no other
-            "gpu4": {"broken": "{{ undefined }}", "tensorfold_image_tag": "abc"}}
+            "gpu4": {"broken": "{{ undefined }}", "tensorfold_image_tag": "abc"},
+            # inject_facts_as_vars off: a module's fact only under ansible_facts
+            "gpu5": {"ansible_facts": {"gpu_host_checks_gpus": [{"index": 0}]}, "tensorfold_image_tag": "abc"}}
 
 
 class Resolver(object):
@@ -92,3 +94,9 @@ def test_a_hosts_variables_are_computed_once_for_all_the_names():
 def test_a_variable_that_does_not_template_hides_no_other():
     assert published(Resolver(), {"hostvars": HOSTVARS}, "gpu4", ["broken", "tensorfold_image_tag"]) == {
         "tensorfold_image_tag": "abc"}
+
+
+def test_a_fact_is_found_under_ansible_facts_when_facts_are_not_variables_of_their_own():
+    assert published(Resolver(), {"hostvars": HOSTVARS}, "gpu5", ["gpu_host_checks_gpus", "tensorfold_image_tag", "x"]) == {
+        "gpu_host_checks_gpus": [{"index": 0}], "tensorfold_image_tag": "abc"}
+    assert published(OldTemplar(), {"hostvars": HOSTVARS}, "gpu5", ["gpu_host_checks_gpus"]) == {"gpu_host_checks_gpus": [{"index": 0}]}
