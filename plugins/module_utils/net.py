@@ -8,7 +8,7 @@ box reader (plugin_utils/box_reader.py) sends this file to the hosts.
 A plain GET over http (the engine's /health, the Docker API on its socket) is read here with a
 socket and its buffered file, not ``http.client``: the fast path reads every box in every run,
 and ``http.client`` costs each read about 18 ms of the box's CPU to import (with ``email`` and
-``ssl``), more than a third of the reader's own run. What is read is HTTP/1.1 as RFC 9112 frames
+``ssl``), about a quarter of the reader's run beyond Python's own start. What is read is HTTP/1.1 as RFC 9112 frames
 it: a status line, headers, then a body framed by chunks, by Content-Length, or by the close of the
 connection (the request says ``Connection: close``)."""
 

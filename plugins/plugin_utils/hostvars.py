@@ -57,12 +57,14 @@ def published(templar, task_vars, host, names):
             # A module's fact (gpu_host_checks_gpus) is a variable of its own only while
             # inject_facts_as_vars holds (ansible.cfg); under ansible_facts it is there either way.
             if facts is None:
+                facts = {}  # a failed read of the facts leaves the box's stand-in below to answer
                 facts = (read("ansible_facts") if "ansible_facts" in host_vars else None) or {}
             if name in facts:
                 found[name] = facts[name]
                 continue
         except (AnsibleError, KeyError, TypeError):
-            continue
+            if name in host_vars:
+                continue
         if stands_for is None:
             try:
                 stands_for = (own_answer() if CONVERGED in host_vars else None) or {}

@@ -63,7 +63,7 @@ def test_the_fast_path_read_imports_only_what_it_uses(tmp_path):
     assert box_reader.parse("\n".join(out.strip().splitlines()[:-1]))["code"] == "E_DOCKER"
     assert not [name for name in imported if name.endswith(".context_fit") or name in ("fractions", "decimal", "tempfile")], imported
     # Docker's API and /health are read with a socket (net.unix_get, net.http_get): no http.client,
-    # whose import (email, ssl) cost the read more than a third of its run; and no hashlib (its
+    # whose import (email, ssl) cost the read about a quarter of its run; and no hashlib (its
     # OpenSSL library), which only a download uses.
     assert not [name for name in imported if name in ("http.client", "ssl", "hashlib") or name.startswith("email")], imported
 
