@@ -15,18 +15,33 @@ export ANSIBLE_COLLECTIONS_PATH="$ROOT/.cache/collections"
 export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0 NO_COLOR=1 ANSIBLE_NOCOLOR=1
 
 PASSED=0; FAILED=0; RESULTS=()
-MOLECULE_STEP_LOG=$(mktemp); trap 'rm -f "$MOLECULE_STEP_LOG"' EXIT
+MOLECULE_STEP_LOG=$(mktemp) FAILURES=$(mktemp); trap 'rm -f "$MOLECULE_STEP_LOG" "$FAILURES"' EXIT
 SUITE_START=$(date +%s)
 record() {  # record NAME RC SECONDS [NOTE]
   local note=${4:+, $4}
   if [ "$2" -eq 0 ]; then PASSED=$((PASSED + 1)); RESULTS+=("PASS  $1 (${3}s$note)")
   else FAILED=$((FAILED + 1)); RESULTS+=("FAIL  $1 (${3}s$note, exit $2)"); fi
 }
+# A failed stage's lines that say why, repeated at the very end of the output: CI may keep only
+# the output's tail, and the stage's own lines can lie thousands of lines above it. The lines
+# that name a failure (pytest's FAILED lines, Ansible's fatal ones, a recap with failures), else
+# the stage's last lines; 20 at most, each cut to 400 characters.
+FAILURE_LINES='^(FAILED|ERROR)[ :]|fatal: \[|failed: \[|CRITICAL|Traceback|failed=[1-9]|^E +[A-Za-z]'
+why_failed() {  # why_failed NAME LOG
+  local why
+  why=$(grep -aE "$FAILURE_LINES" "$2" | tail -n 20)
+  [ -n "$why" ] || why=$(tail -n 20 "$2")
+  { echo "--- $1"; cut -c1-400 <<<"$why"; } >>"$FAILURES"
+}
 stage() {  # stage NAME COMMAND...
   local name=$1; shift
-  local t0 rc; t0=$(date +%s)
+  local t0 rc log; t0=$(date +%s); log=$(mktemp)
   echo "=== $name"
-  "$@"; rc=$?
+  # Printed as it comes and kept for why_failed; the command runs in this shell (its variables stay).
+  "$@" > >(tee "$log") 2>&1; rc=$?
+  wait $!  # tee has written the last line
+  [ "$rc" -eq 0 ] || why_failed "$name" "$log"
+  rm -f "$log"
   record "$name" $rc $(( $(date +%s) - t0 ))
 }
 
@@ -147,6 +162,7 @@ run_molecule_lanes() {
     name=${name_of[$done_pid]}
     echo "=== molecule $name"
     cat "$logs/$name.log"
+    [ "$rc" -eq 0 ] || why_failed "molecule $name" "$logs/$name.log"
     record "molecule $name" $rc $(( $(date +%s) - started_at[$done_pid] )) "$([ "$lanes" -gt 1 ] && echo "in $lanes lanes")"
     unset "name_of[$done_pid]" "started_at[$done_pid]"
   done
@@ -216,5 +232,6 @@ echo "=== summary"
 printf '%s\n' "${RESULTS[@]}"
 [ -s "$MOLECULE_STEP_LOG" ] && { echo "=== molecule steps (seconds)"; cat "$MOLECULE_STEP_LOG"; }
 echo "suite wall time: $(( $(date +%s) - SUITE_START ))s"
+[ -s "$FAILURES" ] && { echo "=== what the failed stages said (their lines naming a failure, else their last)"; cat "$FAILURES"; }
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]
