@@ -44,6 +44,13 @@ os_packages() {
 }
 
 # 2. A running Docker engine (systemd when it runs the machine, else a background dockerd).
+# The daemon gets none of this shell's open files beyond the standard three: it would keep them
+# open as long as it runs (a lock that a wrapper holds with flock(1), say, never released).
+close_inherited_fds() {
+  local fd
+  for fd in "/proc/$BASHPID/fd"/*; do fd=${fd##*/}; [ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null; done
+  return 0
+}
 docker_engine() {
   if docker info >/dev/null 2>&1; then return; fi
   need_root
@@ -51,7 +58,7 @@ docker_engine() {
     systemctl start docker
   else
     log "starting dockerd in the background (log: /var/log/dockerd.log)"
-    nohup dockerd >/var/log/dockerd.log 2>&1 &
+    ( close_inherited_fds; exec nohup dockerd >/var/log/dockerd.log 2>&1 ) &
   fi
   for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && return; sleep 0.5; done
   echo "[bootstrap] the Docker engine did not come up; see /var/log/dockerd.log" >&2
