@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: lint, sanity, unit tests, pytest, every Molecule scenario.
 # Sets itself up first (scripts/bootstrap.sh). Prints each stage's result and wall time, and a
-# closing "N passed, N failed" line. Exit status 0 only when every stage passed.
+# closing "N passed, N failed" line, what each failed stage said just before it. Exit status 0
+# only when every stage passed.
 #   usage: scripts/test.sh [STAGE...]   (stages: lint docs sanity units promtool pytest molecule;
 #                                        all, the default: every stage, pytest beside the rest;
 #                                        molecule:NAME runs one scenario)
