@@ -27,6 +27,8 @@ curl takes for the whole copy; real checkpoints are hundreds of GiB, so the peer
 by default (three copies on disk, 12 GiB) and prints Ansible's start beside it; BENCH_PEER_MIB=1024
 gives the 1 GiB figure. Every row but restart prints each side's median CPU seconds beside its
 wall time: the command's own, and the whole machine's (the simulated boxes' side too).
+BENCH_CONNECTION (default ssh): how the playbooks reach the simulated boxes, over SSH as a real fleet
+is, or docker (`docker exec`, as the tests do; it costs this machine's two cores far more a command).
 BENCH_PREFIX (default glm53-bench) starts the boxes' names: another one keeps a trial's boxes apart
 from a running bench's. BENCH_KEEP=1 keeps the no-op fleet after the bench and takes it again
 next time (its first converge is then a quick re-converge): 32 boxes take a quarter of an hour to
@@ -81,6 +83,11 @@ CHECK_VARS = os.environ.get("BENCH_CHECK_VARS", "")
 # BENCH_CHECK_LOCAL=1: the host checks' boxes are names for this machine (local connection, its own
 # nvidia-smi and cores); for a real GPU host, where the boxes' side does not share the controller's cores.
 CHECK_LOCAL = os.environ.get("BENCH_CHECK_LOCAL") == "1"
+# How the playbooks reach the simulated boxes: ssh (the default), as a real fleet is reached, or
+# docker (`docker exec` through this machine's engine, as the tests do). A `docker exec` costs this
+# machine about five times the CPU of a command over a shared SSH connection (the CLI, dockerd,
+# containerd and runc against ssh's client and the box's sshd), which a real fleet never pays.
+CONNECTION = os.environ.get("BENCH_CONNECTION", "ssh")
 
 
 class BenchError(Exception):
@@ -191,15 +198,15 @@ def wait_http(url, deadline_s=30):
             time.sleep(0.1)
 
 
-def wait_port(port, deadline_s=30):
+def wait_port(port, deadline_s=30, address="127.0.0.1"):
     end = time.monotonic() + deadline_s
     while True:
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            socket.create_connection((address, port), timeout=1).close()
             return
         except OSError:
             if time.monotonic() > end:
-                raise BenchError("nothing listens on port %d after %d s" % (port, deadline_s))
+                raise BenchError("nothing listens on %s:%d after %d s" % (address, port, deadline_s))
             time.sleep(0.1)
 
 
@@ -380,9 +387,48 @@ def bench_peer(work):
 
 
 # --- simulated boxes ------------------------------------------------------------------------------
+# Run in a box by BoxSsh.serve: the bench's key (copied in beforehand) authorised for root, host
+# keys made once, sshd started unless it runs.
+SSHD_START = """set -e
+if [ ! -x /usr/sbin/sshd ]; then
+  echo "no sshd in this box: remove the bench's boxes and make them again from the current image" >&2; exit 3
+fi
+mkdir -p /run/sshd /root/.ssh && chmod 700 /root/.ssh
+mv /tmp/glm53-bench-key.pub /root/.ssh/authorized_keys && chmod 600 /root/.ssh/authorized_keys
+ssh-keygen -A >/dev/null
+pgrep -x sshd >/dev/null || /usr/sbin/sshd
+"""
+
+
+class BoxSsh:
+    """The bench's boxes reached over SSH, as a real fleet is: a key of the bench's own, sshd in each
+    box (the boxes' image has it), and the checkout's ansible.cfg for the rest (pipelining, one
+    shared connection per box kept 30 minutes: both sides of a row find theirs open after the
+    warm-up). A box's address changes whenever it is made, so host keys are neither checked nor kept."""
+
+    def __init__(self, work):
+        self.key = os.path.join(work, "bench-ssh-key")
+        run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "glm53-bench", "-f", self.key])
+
+    def serve(self, names):
+        """Start sshd with the bench's key on each box; {name: its host vars}."""
+        found = {}
+        for name in names:
+            run(["docker", "cp", self.key + ".pub", name + ":/tmp/glm53-bench-key.pub"])
+            run(["docker", "exec", name, "sh", "-c", SSHD_START])
+            address = run(["docker", "inspect", "--format",
+                           "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}", name])[1].split()[0]
+            wait_port(22, address=address)
+            found[name] = {"ansible_connection": "ssh", "ansible_host": address, "ansible_user": "root",
+                           "ansible_ssh_private_key_file": self.key,
+                           "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+                                                      " -o LogLevel=ERROR"}
+        return found
+
+
 class LightBoxes:
     """Boxes for the host checks: the base image, the stand-in nvidia-smi, no Docker engine of their
-    own (the Docker checks are off), reached with the docker connection. With BENCH_CHECK_LOCAL=1,
+    own (the Docker checks are off), reached over SSH (BENCH_CONNECTION). With BENCH_CHECK_LOCAL=1,
     names for this machine instead (local connection: its own nvidia-smi, GPUs and cores)."""
 
     def __init__(self, count, work):
@@ -398,9 +444,8 @@ class LightBoxes:
         if CHECK_VARS:
             with open(CHECK_VARS) as handle:
                 settings.update(yaml_or_json(handle.read()))
-        with open(self.inventory, "w") as handle:
-            json.dump({"gpu_hosts": {"hosts": hosts, "vars": settings}}, handle)
         if CHECK_LOCAL:
+            self.write(hosts, settings)
             return
         with open(work + "/profile.json", "w") as handle:
             json.dump({"count": 2, "memory_used_mib": 2, "p2p": "OK"}, handle)
@@ -410,6 +455,14 @@ class LightBoxes:
             run(["docker", "cp", os.path.join(ROOT, "tests/standins/nvidia-smi"), name + ":/usr/bin/nvidia-smi"])
             run(["docker", "exec", name, "mkdir", "-p", "/etc/glm53-sim"])
             run(["docker", "cp", work + "/profile.json", name + ":/etc/glm53-sim/gpu-profile.json"])
+        if CONNECTION == "ssh":
+            for name, host_vars in BoxSsh(work).serve(self.names).items():
+                hosts[name].update(host_vars)
+        self.write(hosts, settings)
+
+    def write(self, hosts, settings):
+        with open(self.inventory, "w") as handle:
+            json.dump({"gpu_hosts": {"hosts": hosts, "vars": settings}}, handle)
 
     def close(self):
         if self.made:
@@ -461,7 +514,8 @@ def bench_host_checks(work):
 
 class Fleet:
     """Full simulated GPU hosts (tests/demo/boxes.yml): each runs its own Docker engine (the engine
-    container runs inside the box), the stand-in nvidia-smi and runtime, the Hub emulator beside."""
+    container runs inside the box), the stand-in nvidia-smi and runtime, the Hub emulator beside;
+    made through Docker, then reached over SSH (BENCH_CONNECTION) by every playbook run after."""
 
     def __init__(self, count, work, tag, keep=False, prefix=PREFIX):
         self.prefix = prefix
@@ -481,6 +535,9 @@ class Fleet:
             log("making %d boxes" % count)
             run([os.path.join(BIN, "ansible-playbook"), "-i", self.inventory, os.path.join(ROOT, "tests/demo/boxes.yml"),
                  "-e", "sim_prefix=" + prefix], env=ansible_env(), timeout=SETUP_TIMEOUT)
+        if CONNECTION == "ssh":
+            for name, host_vars in BoxSsh(self.dir).serve(self.names).items():
+                hosts[name].update(host_vars)
         self.write_literal_settings(hosts)
 
     def write_literal_settings(self, hosts):
@@ -612,6 +669,9 @@ def main(argv):
     if unknown:
         print("unknown row(s) %s (known: %s)" % (", ".join(unknown), ", ".join(ROWS)), file=sys.stderr)
         return 2
+    if CONNECTION not in ("ssh", "docker"):
+        print("BENCH_CONNECTION is %r: ssh or docker" % CONNECTION, file=sys.stderr)
+        return 2
     os.makedirs(REPORTS, exist_ok=True)
     # A SIGTERM (a deadline above this one, an operator) still runs the finally clauses that
     # remove the boxes, and the rows measured so far are saved.
@@ -624,7 +684,7 @@ def main(argv):
     def save():
         report = {"when": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                   "seconds": round(time.time() - began),
-                  "settings": {"repeat": REPEAT, "boxes": BOXES, "check_boxes": CHECK_BOXES,
+                  "settings": {"repeat": REPEAT, "connection": CONNECTION, "boxes": BOXES, "check_boxes": CHECK_BOXES,
                                "deploy_boxes": DEPLOY_BOXES, "weights_mib": WEIGHTS_MIB, "peer_mib": PEER_MIB,
                                "timeout": TIMEOUT},
                   "load_average": os.getloadavg(), "rows": rows, "failed": failed}

@@ -11,8 +11,9 @@ set -euo pipefail
 FLAVOR=${1:-bookworm}
 # What a simulated GPU box needs: python3 for Ansible, its own Docker engine, the recipe's tools
 # (curl, flock, tar, gzip, sha256sum), apt's Python bindings and gpg for the toolkit role, git for
-# image builds.
-BOX_PACKAGES=python3,python3-requests,python3-apt,docker.io,iptables,iproute2,procps,curl,ca-certificates,gnupg,git,patch,xz-utils,util-linux,sudo
+# image builds; sshd for scripts/bench.py, which reaches its boxes over SSH as a real fleet is
+# (started there only: the tests reach the boxes through Docker).
+BOX_PACKAGES=python3,python3-requests,python3-apt,docker.io,iptables,iproute2,procps,curl,ca-certificates,gnupg,git,patch,xz-utils,util-linux,sudo,openssh-server
 case "$FLAVOR" in
   bookworm) NAME=glm53-test/debian12 SUITE=bookworm PACKAGES=$BOX_PACKAGES ;;
   trixie)   NAME=glm53-test/debian13 SUITE=trixie PACKAGES=$BOX_PACKAGES ;;
