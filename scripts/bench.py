@@ -400,6 +400,13 @@ pgrep -x sshd >/dev/null || /usr/sbin/sshd
 """
 
 
+def box_addresses(names):
+    """{box: its address on its Docker network} (the first, where a box has several)."""
+    out = run(["docker", "inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}"]
+              + list(names))[1]
+    return dict((name, line.split()[0]) for name, line in zip(names, out.strip().split("\n")))
+
+
 class BoxSsh:
     """The bench's boxes reached over SSH, as a real fleet is: a key of the bench's own, sshd in each
     box (the boxes' image has it), and the checkout's ansible.cfg for the rest (pipelining, one
@@ -413,11 +420,9 @@ class BoxSsh:
     def serve(self, names):
         """Start sshd with the bench's key on each box; {name: its host vars}."""
         found = {}
-        for name in names:
+        for name, address in box_addresses(names).items():
             run(["docker", "cp", self.key + ".pub", name + ":/tmp/glm53-bench-key.pub"])
             run(["docker", "exec", name, "sh", "-c", SSHD_START])
-            address = run(["docker", "inspect", "--format",
-                           "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}", name])[1].split()[0]
             wait_port(22, address=address)
             found[name] = {"ansible_connection": "ssh", "ansible_host": address, "ansible_user": "root",
                            "ansible_ssh_private_key_file": self.key,
@@ -550,13 +555,11 @@ class Fleet:
             for line in handle:
                 key, _, value = line.strip().partition("=")
                 pins[key] = value
-        addresses = run(["docker", "inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}"]
-                        + self.names)[1].split("\n")
-        for name, address in zip(self.names, addresses):
+        for name, address in box_addresses(self.names).items():
             hosts[name].update(tensorfold_image_engine_commit=pins["ENGINE_COMMIT"],
                                tensorfold_image_patch_series_commit=pins["SERIES_COMMIT"],
                                tensorfold_image_zig_sha256=pins["ZIG_SHA256"],
-                               fleet_bench_url="http://%s:{{ tensorfold_port }}" % address.split()[0])
+                               fleet_bench_url="http://%s:{{ tensorfold_port }}" % address)
         with open(self.inventory, "w") as handle:
             json.dump({"gpu_hosts": {"hosts": hosts}}, handle)
 
