@@ -117,3 +117,29 @@ def test_the_modules_queries_read_a_busy_rtx_pro_6000_box(run):
     assert gpus[0]["memory_used_mib"] == 20482 and gpus[0]["memory_free_mib"] == 97887 - 20482
     assert gpus[0]["processes"] == [{"pid": 99, "name": "python3", "used_memory_mib": 20480}]
     assert gpus[1]["processes"] == [] and gpus[1]["power_limit_w"] == 400.0
+
+
+@pytest.mark.parametrize("text", [
+    # as a person writes a profile: indented, on several lines, a final newline
+    json.dumps(H200, indent=2) + "\n",
+    # values JSON has and Python spells otherwise
+    json.dumps(dict(H200, p2p={"read": "OK", "write": {"0-1": "CNS"}}, apps=[], mig_mode=None)),
+])
+def test_the_profile_reads_as_json_reads_it(tmp_path, text):
+    """The stand-in reads its profile without the json module where it can: the same answer."""
+    path = tmp_path / "profile.json"
+    path.write_text(text)
+    env = dict(os.environ, GLM53_SIM_GPU_PROFILE=str(path))
+    program = ("import runpy, json, sys; standin = runpy.run_path(sys.argv[1]); "
+               "print(standin['load_profile']() == json.loads(open(sys.argv[2]).read()))")
+    proc = subprocess.run(["/usr/bin/python3", "-c", program, STANDIN, str(path)], env=env,
+                          capture_output=True, text=True, check=False)
+    assert proc.stdout.strip() == "True", proc.stderr
+
+
+def test_a_broken_profile_fails_with_json_s_own_message(tmp_path):
+    path = tmp_path / "profile.json"
+    path.write_text('{"model": "NVIDIA H200", "count": 1,}')
+    env = dict(os.environ, GLM53_SIM_GPU_PROFILE=str(path))
+    proc = subprocess.run(["/usr/bin/python3", STANDIN, "-L"], env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode != 0 and "JSONDecodeError" in proc.stderr, proc.stderr
