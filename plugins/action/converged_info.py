@@ -23,6 +23,9 @@ class ActionModule(BoxReaderAction):
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         hosts = self._task.args.get("hosts")
+        # Filled here, not templated from the task (`{{ inventory_hostname }}`): a template is
+        # compiled anew for every host of a batch read.
+        self._task.args.setdefault("host_label", task_vars.get("inventory_hostname"))
         if hosts is None:
             return super(ActionModule, self).run(tmp, task_vars)
         boxes = each_host.run_each(self, task_vars, hosts)

@@ -111,7 +111,9 @@ options:
     type: float
     default: 5.0
   host_label:
-    description: The host name used in problem messages (default the box's hostname).
+    description:
+      - The host name used in problem messages.
+      - Default the host's inventory name (the action fills it in, for each host of O(hosts) too).
     type: str
   node_exporter:
     description:

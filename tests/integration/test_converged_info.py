@@ -220,6 +220,11 @@ def test_an_unreachable_docker_engine_is_a_coded_failure(box):
     assert "[E_DOCKER] box1: cannot read the Docker engine at unix:///nonexistent.sock" in result["msg"]
 
 
+def test_problems_name_the_inventory_host_when_no_host_label_is_given(box):
+    rc, out, result = ansible_result(box["way"], {"docker_host": "unix:///nonexistent.sock"})
+    assert rc != 0 and "[E_DOCKER] localhost: cannot read the Docker engine" in result["msg"], out
+
+
 BATCH_PLAY = """
 - hosts: all
   gather_facts: false
@@ -231,7 +236,6 @@ BATCH_PLAY = """
         data_dir: "{{ box_data_dir }}"
         run_settings: "{{ box_run_settings }}"
         api_key: "{{ box_api_key }}"
-        host_label: "{{ inventory_hostname }}"
         hosts: "{{ ansible_play_batch | select('in', groups.gpu_hosts) | list }}"
       register: read
       run_once: true
