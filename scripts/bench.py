@@ -432,7 +432,7 @@ class BoxSsh:
 
 
 class LightBoxes:
-    """Boxes for the host checks: the base image, the stand-in nvidia-smi, no Docker engine of their
+    """Boxes for the host checks: the base image, the stand-in nvidia-smi behind a memo of its answers, no Docker engine of their
     own (the Docker checks are off), reached over SSH (BENCH_CONNECTION). With BENCH_CHECK_LOCAL=1,
     names for this machine instead (local connection: its own nvidia-smi, GPUs and cores)."""
 
@@ -457,8 +457,11 @@ class LightBoxes:
         for name in self.names:
             run(["docker", "run", "-d", "--name", name, "glm53-test/debian12:latest", "sleep", "infinity"], timeout=120)
             self.made.append(name)
-            run(["docker", "cp", os.path.join(ROOT, "tests/standins/nvidia-smi"), name + ":/usr/bin/nvidia-smi"])
-            run(["docker", "exec", name, "mkdir", "-p", "/etc/glm53-sim"])
+            # nvidia-smi answers each distinct command once with the stand-in, then from its record
+            # (tests/standins/nvidia-smi-memo): the box's profile never changes.
+            run(["docker", "exec", name, "mkdir", "-p", "/etc/glm53-sim", "/usr/lib/glm53-sim"])
+            run(["docker", "cp", os.path.join(ROOT, "tests/standins/nvidia-smi"), name + ":/usr/lib/glm53-sim/nvidia-smi"])
+            run(["docker", "cp", os.path.join(ROOT, "tests/standins/nvidia-smi-memo"), name + ":/usr/bin/nvidia-smi"])
             run(["docker", "cp", work + "/profile.json", name + ":/etc/glm53-sim/gpu-profile.json"])
         if CONNECTION == "ssh":
             for name, host_vars in BoxSsh(work).serve(self.names).items():

@@ -143,3 +143,29 @@ def test_a_broken_profile_fails_with_json_s_own_message(tmp_path):
     env = dict(os.environ, GLM53_SIM_GPU_PROFILE=str(path))
     proc = subprocess.run(["/usr/bin/python3", STANDIN, "-L"], env=env, capture_output=True, text=True, check=False)
     assert proc.returncode != 0 and "JSONDecodeError" in proc.stderr, proc.stderr
+
+
+MEMO = os.path.join(ROOT, "tests", "standins", "nvidia-smi-memo")
+
+
+def test_the_memo_answers_as_the_stand_in_then_from_its_record(tmp_path):
+    """The bench's light boxes' nvidia-smi: every command's output and exit status are the
+    stand-in's, the first time and from the record afterwards (the stand-in gone by then)."""
+    profile = tmp_path / "profile.json"
+    profile.write_text(json.dumps(H200))
+    standin = tmp_path / "standin"
+    standin.write_text("#!/bin/sh\nexec /usr/bin/python3 %s \"$@\"\n" % STANDIN)
+    standin.chmod(0o755)
+    env = dict(os.environ, GLM53_SIM_GPU_PROFILE=str(profile), GLM53_SIM_SMI_MEMO=str(tmp_path / "memo"),
+               GLM53_SIM_SMI_STANDIN=str(standin))
+    commands = [recorded_args(name) for name in ("query_csv", "query_csv_nh", "bad_index", "bad_field")] + [["--version"]]
+
+    def answers(program):
+        return [subprocess.run([program] + args, env=env, capture_output=True, text=True, check=False)
+                for args in commands]
+
+    want = [(proc.returncode, proc.stdout) for proc in answers(str(standin))]
+    assert [(proc.returncode, proc.stdout) for proc in answers(MEMO)] == want
+    assert sorted(want)[0][0] == 0 and sorted(want)[-1][0] != 0  # answers and failures alike
+    standin.write_text("#!/bin/sh\nexit 99\n")
+    assert [(proc.returncode, proc.stdout) for proc in answers(MEMO)] == want
