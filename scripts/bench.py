@@ -432,9 +432,10 @@ class BoxSsh:
 
 
 class LightBoxes:
-    """Boxes for the host checks: the base image, the stand-in nvidia-smi behind a memo of its answers, no Docker engine of their
-    own (the Docker checks are off), reached over SSH (BENCH_CONNECTION). With BENCH_CHECK_LOCAL=1,
-    names for this machine instead (local connection: its own nvidia-smi, GPUs and cores)."""
+    """Boxes for the host checks: the base image, the stand-in nvidia-smi behind a memo of its
+    answers, no Docker engine of their own (the Docker checks are off), reached over SSH
+    (BENCH_CONNECTION). With BENCH_CHECK_LOCAL=1, names for this machine instead (local connection:
+    its own nvidia-smi, GPUs and cores)."""
 
     def __init__(self, count, work):
         self.names = ["%s-hc%d" % (PREFIX, n + 1) for n in range(count)]
