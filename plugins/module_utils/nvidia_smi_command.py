@@ -59,19 +59,23 @@ def ask_at_once(module, binary, arg_lists):
     out, err)}`` for the calls that ran; one that raised is left out, so asking it again in the
     module's own thread raises there (or fails the module the usual way). Plain threads, not
     concurrent.futures: its import (logging with it) cost every read on the host about 4 ms."""
-    answers = {}
+    answers, ended = {}, []
 
     def one(args):
         try:
             answers[tuple(args)] = module.run_command([binary] + list(args), environ_update={"LC_ALL": "C"})
         except Exception:  # pylint: disable=broad-except  # asked again below, where it fails properly
             pass
+        except BaseException as exc:  # pylint: disable=broad-except  # fail_json's SystemExit: the module's answer is out
+            ended.append(exc)
 
     threads = [threading.Thread(target=one, args=(args,)) for args in arg_lists]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    if ended:  # a thread ends only itself: the module ends here, as it would have in its own thread
+        raise ended[0]
     return answers
 
 

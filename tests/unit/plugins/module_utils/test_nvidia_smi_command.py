@@ -157,6 +157,23 @@ def test_a_read_that_raised_beside_the_others_is_asked_again_in_the_modules_thre
     assert not any(a[1] == "topo" for a, e in module.ran)  # peer-to-peer only when asked for
 
 
+class EndsInThread(FakeModule):
+    """``--version`` ends the module the way AnsibleModule.fail_json does (SystemExit), in a reader thread."""
+
+    def run_command(self, argv, environ_update=None):
+        self.ran.append((argv, environ_update))
+        if argv[1:] == ["--version"]:
+            raise SystemExit(1)
+        return self.answers[tuple(argv[1:])]
+
+
+def test_a_read_that_ended_the_module_in_its_thread_ends_it_without_asking_again():
+    module = EndsInThread(on_path="/usr/bin/nvidia-smi", answers=gpu_reads())
+    with pytest.raises(SystemExit):
+        read_gpu_info(module, gpus=[0])
+    assert [a[1:] for a, e in module.ran].count(["--version"]) == 1
+
+
 class Warned(FakeModule):
     def __init__(self, answers):
         super(Warned, self).__init__(on_path="/usr/bin/nvidia-smi", answers=answers)
