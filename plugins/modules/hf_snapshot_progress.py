@@ -138,6 +138,10 @@ def _touch(path):
 def look(params):
     """Wait up to ``wait`` seconds for the job's end, touching the heartbeat; return the progress."""
     began = time.time()
+    # Short pauses first, then one a second: a download that ends soon after the look began (a
+    # small repository, a peer's copy over the LAN) is seen within a fraction of a second, and a
+    # long one costs a look a second.
+    pause = 0.05
     while True:
         _touch(params["heartbeat_file"])
         try:
@@ -148,7 +152,8 @@ def look(params):
         if finished or bool(progress.get("finished")) or time.time() - began >= params["wait"]:
             return {"finished": finished or bool(progress.get("finished")), "percent": follow.percent(progress),
                     "text": progress.get("text", "starting")}
-        time.sleep(min(1.0, max(0.05, params["wait"] - (time.time() - began))))
+        time.sleep(min(pause, max(0.05, params["wait"] - (time.time() - began))))
+        pause = min(1.0, pause * 2)
 
 
 def main():

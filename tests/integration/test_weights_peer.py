@@ -47,10 +47,10 @@ def hub_fixture(tmp_path_factory):
         yield url
 
 
-def write_run(tmp_path, hub, idle):
+def write_run(tmp_path, hub, idle, names=("seed", "peer")):
     port = free_port()
     hosts = {}
-    for name in ("seed", "peer"):
+    for name in names:
         data = tmp_path / name
         (data / ".state" / "weights").mkdir(parents=True)
         hosts[name] = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
@@ -96,6 +96,19 @@ def test_the_peer_copies_with_the_runs_secret_and_nothing_stays(tmp_path, hub):
     print("the peer server ended %.1f s after the finished run" % (time.time() - ended))
     assert not servers() - before, "a peer server or download outlived a finished run"
     assert TOKEN not in out
+
+
+def test_the_peers_copy_at_the_same_time_not_one_after_another(tmp_path, hub):
+    # Each peer's plan differs (its own files, its own record); the copy still runs as one task
+    # for all the peers: a file included per peer would run whole for one peer before the next.
+    playbook, inventory, unused = write_run(tmp_path, hub, idle=120, names=("seed", "peer-a", "peer-b"))
+    rc, out = run_playbook(playbook, inventory, tmp_path, timeout=300)
+    assert rc == 0, out[-3000:]
+    for name in ("peer-a", "peer-b"):
+        assert (tmp_path / name / "model-ablit" / SHARD).read_bytes() == (tmp_path / "seed" / "model-ablit" / SHARD).read_bytes()
+    follows = [block for block in out.split("TASK [")[1:] if block.startswith("glm53.tensorfold.weights_fetch : Follow to its end")]
+    hosts = [[name for name in ("seed", "peer-a", "peer-b") if "[%s]" % name in block] for block in follows]
+    assert hosts == [["seed"], ["peer-a", "peer-b"]], hosts
 
 
 def test_a_killed_run_leaves_a_server_no_stranger_can_read_and_that_ends_when_idle(tmp_path, hub):

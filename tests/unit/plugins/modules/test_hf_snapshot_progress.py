@@ -31,3 +31,19 @@ def test_a_look_touches_the_heartbeat_and_reads_the_progress(tmp_path):
     answer = hf_snapshot_progress.look(params(tmp_path, folder))
     assert answer["finished"] is True and answer["text"] == "done"
     assert (folder / "model.heartbeat").exists()
+
+
+def test_a_look_pauses_briefly_at_first_then_once_a_second(tmp_path, monkeypatch):
+    folder = tmp_path / "weights"
+    folder.mkdir()
+    pauses = []
+
+    def sleep(seconds):
+        pauses.append(seconds)
+        if len(pauses) == 8:  # the download ends during the eighth pause
+            (folder / "model.progress.json").write_text(json.dumps({"finished": True, "text": "done"}))
+
+    monkeypatch.setattr(hf_snapshot_progress.time, "sleep", sleep)
+    answer = hf_snapshot_progress.look(dict(params(tmp_path, folder), wait=60))
+    assert answer["finished"] is True
+    assert pauses == [0.05, 0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0]
