@@ -271,12 +271,14 @@ def with_cpu(one, timed, warm_up=True):
     return one
 
 
-def hf_snapshot_adhoc(dest, endpoint, state_dir=None, token_file=None):
+def hf_snapshot_adhoc(dest, endpoint, state_dir=None, token_file=None, listing=None):
     args = {"repo_id": REPO, "revision": COMMIT, "local_dir": dest + "/model", "endpoint": endpoint}
     if state_dir:
         args["state_dir"] = state_dir
     if token_file:
         args["token_file"] = token_file
+    if listing:
+        args["listing"] = listing
     seconds, out = run([os.path.join(BIN, "ansible"), "localhost", "-o", "-m", "glm53.tensorfold.hf_snapshot",
                         "-a", json.dumps(args), "-e", "ansible_python_interpreter=" + sys.executable],
                        env=ansible_env())
@@ -359,9 +361,14 @@ def bench_peer(work):
                 cmd += ["-o", work + "/plain/" + name, "%s/%s/resolve/%s/%s" % (peer, REPO, COMMIT, name)]
             return run(cmd)[0]
 
+        # The seed's listing, handed over as weights_fetch hands it to its peers: a peer asks the
+        # seed for nothing but the files.
+        with open("%s/.state/listing-%s.json" % (seed, COMMIT)) as handle:
+            listing = json.load(handle)
+
         def ours():
             shutil.rmtree(work + "/copy", ignore_errors=True)
-            return hf_snapshot_adhoc(work + "/copy", peer, token_file=secret_file)
+            return hf_snapshot_adhoc(work + "/copy", peer, token_file=secret_file, listing=listing)
 
         def ansible_start():
             return run([os.path.join(BIN, "ansible"), "localhost", "-o", "-m", "ansible.builtin.ping",

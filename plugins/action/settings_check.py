@@ -137,7 +137,8 @@ class ActionModule(ControllerAction):
         spec, role_specs, defaults = shared["spec"], shared["role_specs"], shared["defaults"]
         values, unresolved = self._values(spec, spec, task_vars, host, templar)
         # The inventory's groups: the image's build host and a gateway host's rules read them.
-        problems = settings_spec.settings_problems(spec, values, host, unresolved, task_vars.get("groups"), defaults)
+        problems = settings_spec.settings_problems(spec, values, host, unresolved, task_vars.get("groups"), defaults,
+                                                   memo=shared["validated"])
         if image:
             # The image's own rules (site.yml's pre-flight in a run that builds it: one check, not two).
             problems += _image_problems(values, defaults, host, problems)
@@ -171,7 +172,8 @@ class ActionModule(ControllerAction):
             if problems:
                 result.update(failed=True, msg=[entry["message"] for entry in problems])
             return result
-        shared = {"spec": spec, "role_specs": role_specs, "defaults": defaults, "play_keywords": self._play_keyword_values()}
+        shared = {"spec": spec, "role_specs": role_specs, "defaults": defaults, "play_keywords": self._play_keyword_values(),
+                  "validated": {}}
         names = args["hosts"] if args["hosts"] is not None else [host]
         checked, warnings = {}, []
         for name in names:

@@ -225,7 +225,46 @@ def unknown_settings(names, known, settings_names, host):
     return found
 
 
-def settings_problems(spec, values, host, earlier=(), groups=None, defaults=None):
+def _canonical(value):
+    """A hashable form of a setting's value that keeps its type at every level: two values with the
+    same form get the same verdict from Ansible's validator."""
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((repr(key), _canonical(item)) for key, item in value.items())))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_canonical(item) for item in value))
+    return (type(value).__name__, repr(value))
+
+
+def _validated(spec, rest, memo):
+    """Ansible's validator on ``rest``: its messages, setting by setting in the order given, and the
+    booleans as it converted them. ``memo`` (a dict kept for one ``spec``) holds each setting's
+    verdict by its value: a fleet's hosts share most of their values, and the validator copies
+    every value it is given, so a value seen on an earlier host is not validated again. The spec
+    holds no rule between settings (merge_specs keeps options only), so a setting's verdict is its
+    own; a message that names no setting of those validated is not kept for another host."""
+    memo = {} if memo is None else memo
+    keys = dict((name, (name, _canonical(value))) for name, value in rest.items())
+    todo = dict((name, value) for name, value in rest.items() if keys[name] not in memo)
+    stray = []
+    if todo:
+        result = ArgumentSpecValidator(dict((name, spec[name]) for name in todo)).validate(todo)
+        found = dict((name, []) for name in todo)
+        for error in result.errors:
+            text = str(getattr(error, "msg", error))
+            name = _setting_of(text, todo)
+            (found[name] if name in found else stray).append(text)
+        converted = result.validated_parameters
+        for name in todo:
+            memo[keys[name]] = (found[name], spec[name].get("type") == "bool" and name in converted, converted.get(name))
+    errors = [text for name in rest for text in memo[keys[name]][0]]
+    booleans = dict((name, memo[keys[name]][2]) for name in rest if memo[keys[name]][1])
+    if stray:
+        for name in todo:
+            del memo[keys[name]]
+    return errors + stray, booleans
+
+
+def settings_problems(spec, values, host, earlier=(), groups=None, defaults=None, memo=None):
     """Every bad value among ``values`` (only the settings given are checked) as E_SETTINGS records.
 
     The raw forms first (raw_form_problems), then types and choices from ``spec`` (the roles'
@@ -233,7 +272,8 @@ def settings_problems(spec, values, host, earlier=(), groups=None, defaults=None
     each other from ``settings.check_settings``, on the raw values as the roles get them (booleans,
     whose accepted forms all read alike, converted). One problem per setting; values of ``no_log``
     settings never appear in a message. ``earlier``: problems found before (settings whose template
-    failed: unresolved_setting), put first and masked the same way.
+    failed: unresolved_setting), put first and masked the same way. ``memo``: a dict kept across
+    the hosts of one check with the same ``spec`` (see _validated).
     """
     given = dict((name, value) for name, value in values.items() if name in spec)
     secrets = []
@@ -246,9 +286,8 @@ def settings_problems(spec, values, host, earlier=(), groups=None, defaults=None
     # Ansible's check sees only the values whose form passed: its messages about the rest (one per
     # piece of "[0,1]", or none naming the setting) would only repeat ours.
     rest = dict((name, value) for name, value in given.items() if name not in flagged)
-    result = ArgumentSpecValidator(dict((name, spec[name]) for name in rest)).validate(rest)
-    for error in result.errors:
-        text = str(getattr(error, "msg", error))
+    errors, booleans = _validated(spec, rest, memo)
+    for text in errors:
         name = _setting_of(text, rest)
         if name in flagged and name is not None:
             continue
@@ -257,8 +296,7 @@ def settings_problems(spec, values, host, earlier=(), groups=None, defaults=None
             text = "%s is not a valid %s (the value is not shown: a secret)" % (name, spec[name].get("type", "str"))
         problems.append(record("E_SETTINGS", host, text, setting=name))
     checked = dict(given)
-    checked.update((name, value) for name, value in result.validated_parameters.items()
-                   if name in given and spec[name].get("type") == "bool")
+    checked.update(booleans)
     problems += [entry for entry in check_settings(checked, host, groups, defaults) if entry.get("setting") not in flagged]
     for entry in problems:
         entry["message"] = _scrub(entry["message"], secrets)

@@ -195,3 +195,47 @@ def test_null_is_a_value_only_of_an_int_whose_spec_defaults_to_null():
     assert [p["setting"] for p in settings_spec.settings_problems(SPEC, {"rank_container_lock_wait": "soon"}, "h")] \
         == ["rank_container_lock_wait"]
     assert [p["setting"] for p in settings_spec.settings_problems(SPEC, {"tensorfold_port": None}, "h")] == ["tensorfold_port"]
+
+
+def test_a_value_shared_by_hosts_is_validated_once_and_each_host_named(monkeypatch):
+    made = []
+    real = settings_spec.ArgumentSpecValidator
+
+    def counting(spec):
+        made.append(sorted(spec))
+        return real(spec)
+
+    monkeypatch.setattr(settings_spec, "ArgumentSpecValidator", counting)
+    memo = {}
+    shared = {"tensorfold_kv": "int4", "tensorfold_thinking": "yes", "tensorfold_gpus": [0, 1]}
+    hosts = (("gpu-a", 8020), ("gpu-b", 8021), ("gpu-c", 8021))
+    answers = [settings_spec.settings_problems(SPEC, dict(shared, tensorfold_port=port), host, memo=memo)
+               for host, port in hosts]
+    assert made == [sorted(list(shared) + ["tensorfold_port"]), ["tensorfold_port"]]
+    for (host, port), problems in zip(hosts, answers):
+        assert [p["setting"] for p in problems] == ["tensorfold_kv"]
+        assert problems[0]["message"].startswith("[E_SETTINGS] %s: value of tensorfold_kv must be one of: " % host)
+        assert problems == settings_spec.settings_problems(SPEC, dict(shared, tensorfold_port=port), host)
+
+
+@pytest.mark.parametrize("first,second", [
+    ({"tensorfold_kv": "int4"}, {"tensorfold_kv": "fp8"}),
+    ({"tensorfold_kv": "fp8"}, {"tensorfold_kv": "int4"}),
+    ({"tensorfold_port": "abc"}, {"tensorfold_port": 8020}),
+    ({"tensorfold_thinking": "t"}, {"tensorfold_thinking": True}),
+    ({"tensorfold_gpus": [0, 1]}, {"tensorfold_gpus": [0]}),
+])
+def test_hosts_whose_settings_differ_get_their_own_verdicts_from_one_memo(first, second):
+    memo = {}
+    for values in (first, second, first):
+        assert settings_spec.settings_problems(SPEC, values, "h", memo=memo) == settings_spec.settings_problems(SPEC, values, "h")
+
+
+def test_a_secret_shared_by_hosts_is_masked_on_each():
+    spec = {"tensorfold_secret_port": {"type": "int", "no_log": True}}
+    memo = {}
+    for host in ("a", "b"):
+        problems = settings_spec.settings_problems(spec, {"tensorfold_secret_port": "hf_secretCanary1234"}, host, memo=memo)
+        assert [p["setting"] for p in problems] == ["tensorfold_secret_port"]
+        assert not any("secretCanary" in p["message"] for p in problems)
+        assert problems[0]["message"].startswith("[E_SETTINGS] %s: " % host)
