@@ -124,6 +124,31 @@ def test_the_hasher_hashes_every_piece_in_order_and_hands_each_buffer_back(tmp_p
     assert released == list(range(0, len(data), 140000))
 
 
+def test_a_piece_reaches_the_file_whole_in_writes_of_a_slice_at_most(tmp_path, monkeypatch):
+    calls = []
+
+    class Os:  # the module's os, its write() recorded and now and then short
+        def __getattr__(self, name):
+            return getattr(os, name)
+
+        @staticmethod
+        def write(fd, data):
+            calls.append(len(data))
+            return os.write(fd, bytes(data)[:len(data) - 7 if len(calls) % 3 == 0 else len(data)])
+
+    monkeypatch.setattr(hf_transfer, "os", Os())
+    data = payload(hf_transfer.PIECE + 12345)
+    path = tmp_path / "file"
+    fd = os.open(str(path), os.O_WRONLY | os.O_CREAT)
+    try:
+        assert hf_transfer.write_all(fd, [memoryview(data)[:5000], bytearray(data[5000:])]) == len(data)
+    finally:
+        os.close(fd)
+    assert path.read_bytes() == data
+    assert max(calls) == hf_transfer.WRITE_SLICE < hf_transfer.PIECE
+    assert len(calls) >= len(data) // hf_transfer.WRITE_SLICE
+
+
 def test_the_hasher_reports_a_failure_of_its_thread_and_still_hands_buffers_back():
     class Broken:
         def update(self, block):
