@@ -221,14 +221,15 @@ def test_a_value_shared_by_hosts_is_validated_once_and_each_host_named(monkeypat
 @pytest.mark.parametrize("first,second", [
     ({"tensorfold_kv": "int4"}, {"tensorfold_kv": "fp8"}),
     ({"tensorfold_kv": "fp8"}, {"tensorfold_kv": "int4"}),
-    ({"tensorfold_port": "abc"}, {"tensorfold_port": 8020}),
-    ({"tensorfold_thinking": "t"}, {"tensorfold_thinking": True}),
+    ({"tensorfold_reasoning_effort": "extreme"}, {"tensorfold_reasoning_effort": "high"}),
+    ({"tensorfold_thinking": "yes"}, {"tensorfold_thinking": False}),
     ({"tensorfold_gpus": [0, 1]}, {"tensorfold_gpus": [0]}),
 ])
 def test_hosts_whose_settings_differ_get_their_own_verdicts_from_one_memo(first, second):
     memo = {}
     for values in (first, second, first):
         assert settings_spec.settings_problems(SPEC, values, "h", memo=memo) == settings_spec.settings_problems(SPEC, values, "h")
+    assert len(memo) == 2  # both values reached the validator, each kept apart
 
 
 def test_a_secret_shared_by_hosts_is_masked_on_each():
