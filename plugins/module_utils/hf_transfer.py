@@ -41,6 +41,7 @@ import errno
 import hashlib
 import json
 import os
+import sys
 import threading
 import time
 import zlib
@@ -50,7 +51,7 @@ from concurrent import futures
 
 try:
     import http.client as http_client
-    from urllib.parse import urljoin, urlsplit
+    from urllib.parse import quote, urljoin, urlsplit
     from urllib.request import getproxies, proxy_bypass
 except ImportError:  # pragma: no cover  (Python 2 is not supported on hosts)
     http_client = None
@@ -426,6 +427,7 @@ class Snapshot:
         self.corrupted = []
         self.verified_now = []
         self._hub = None
+        self._hub_lock = threading.Lock()
         self._lock = threading.Lock()
         self.boot = hf_records.boot_id()
         self.in_run = False
@@ -434,14 +436,30 @@ class Snapshot:
 
     # --- huggingface_hub, imported only when the Hub is needed ----------------------------------
     def hub(self):
-        if self._hub is None:
-            os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-            os.environ.setdefault("HF_HOME", os.path.join(self.state_dir, "hf-home"))
-            import huggingface_hub  # pylint: disable=import-outside-toplevel
-            from huggingface_hub import utils as hf_utils  # pylint: disable=import-outside-toplevel
-            api = huggingface_hub.HfApi(endpoint=self.endpoint, token=self.token or False)
-            self._hub = (huggingface_hub, hf_utils, api)
-        return self._hub
+        with self._hub_lock:  # a worker whose plain request was redirected to HTTPS may ask first
+            if self._hub is None:
+                os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+                os.environ.setdefault("HF_HOME", os.path.join(self.state_dir, "hf-home"))
+                try:
+                    import huggingface_hub  # pylint: disable=import-outside-toplevel
+                    from huggingface_hub import utils as hf_utils  # pylint: disable=import-outside-toplevel
+                except ImportError as exc:
+                    raise SnapshotError("E_DEPENDENCY", "huggingface_hub cannot be imported by %s: %s. Install it "
+                                                        "there (the weights_fetch role provides it)." % (sys.executable, exc))
+                api = huggingface_hub.HfApi(endpoint=self.endpoint, token=self.token or False)
+                self._hub = (huggingface_hub, hf_utils, api)
+            return self._hub
+
+    def file_request(self, commit, spec):
+        """The URL and headers of one file's GET. From a plain-HTTP endpoint (a peer of the site, a
+        mirror) they are the Hub's own resolve URL and bearer header, made here: huggingface_hub's
+        import (about 0.3 s of CPU) is then paid only where its session carries the bytes."""
+        if plain_http(self.endpoint):
+            url = "%s/%s/resolve/%s/%s" % (self.endpoint, self.repo_id, quote(commit, safe=""), quote(spec["path"]))
+            return url, ({"Authorization": "Bearer %s" % self.token} if self.token else {})
+        hf, hf_utils = self.hub()[:2]
+        return (hf.hf_hub_url(self.repo_id, spec["path"], revision=commit, endpoint=self.endpoint),
+                hf_utils.build_hf_headers(token=self.token or False))
 
     def _classify(self, exc, path=None):
         """Turn a huggingface_hub or transport exception into a SnapshotError; ``transient`` says
@@ -662,7 +680,6 @@ class Snapshot:
         as they arrive; check the checksum; rename. A resume hashes the bytes already on disk once.
         A broken connection is resumed at once (TRANSIENT_RETRIES attempts); a busy server (429/5xx)
         is asked again after a pause (hf_plan.busy_pause); a wrong checksum fetches the file once more."""
-        hf, hf_utils, dummy = self.hub()
         part, rec_path = self._partial_paths(commit, spec)
         final = os.path.join(self.local_dir, spec["path"])
         cuts = busy = wrong = 0
@@ -692,8 +709,7 @@ class Snapshot:
                 raise self.disk_error(exc, part, spec["path"])
             try:
                 try:
-                    got, hasher = self._stream(hf, hf_utils, commit, spec, fd, hasher, offset, rec_path, progress,
-                                               counted)
+                    got, hasher = self._stream(commit, spec, fd, hasher, offset, rec_path, progress, counted)
                 except SnapshotError as err:
                     if getattr(err, "transient", False) and cuts + 1 < TRANSIENT_RETRIES:
                         cuts += 1
@@ -759,14 +775,13 @@ class Snapshot:
         progress.take_back(counted["done"], counted["first"])
         counted["done"], counted["first"] = 0, 0
 
-    def _stream(self, hf, hf_utils, commit, spec, fd, hasher, offset, rec_path, progress, counted=None):
+    def _stream(self, commit, spec, fd, hasher, offset, rec_path, progress, counted=None):
         """One GET (from ``offset`` with Range when resuming) written to ``fd`` and hashed on the way;
         returns the file's size so far and its checksum object. The resume point is recorded every
         half chunk once its bytes are written (a kill loses nothing written; no wait for the disk)."""
         counted = {"done": 0, "first": offset} if counted is None else counted
         self._before_request("%s must be fetched" % spec["path"])
-        url = hf.hf_hub_url(self.repo_id, spec["path"], revision=commit, endpoint=self.endpoint)
-        headers = hf_utils.build_hf_headers(token=self.token or False)
+        url, headers = self.file_request(commit, spec)
         headers["Accept-Encoding"] = "identity"
         if offset:
             headers["Range"] = "bytes=%d-" % offset
@@ -783,7 +798,7 @@ class Snapshot:
                 except NotPlain:
                     resp = None  # the session starts over from the first URL and follows the redirect
             if resp is None:
-                stream = hf_utils.get_session().stream("GET", url, headers=headers, timeout=60)
+                stream = self.hub()[1].get_session().stream("GET", url, headers=headers, timeout=60)
                 resp = stream.__enter__()
 
                 def blocks(room, resp=resp):
@@ -916,7 +931,8 @@ class Snapshot:
                 os.makedirs(path, 0o755)
         progress = Progress(self.progress_file, needed)
         progress.add(0, force=True)
-        self.hub()  # imported once, before the workers start
+        if not plain_http(self.endpoint):
+            self.hub()  # imported once, before the workers start
         for spec in todo:
             final = os.path.join(self.local_dir, spec["path"])
             if os.path.lexists(final):

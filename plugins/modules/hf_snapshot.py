@@ -23,8 +23,9 @@ description:
     boot's id; a later run in the same boot fsyncs its files and records it for good; after a reboot
     (a power cut may have lost bytes the disk had not written) the files are hashed again.
   - From a plain-HTTP endpoint no proxy applies to (a peer host, a mirror) the file bytes are read
-    with Python's C(http.client) straight into reused buffers; HTTPS endpoints and proxies go
-    through huggingface_hub's HTTP session.
+    with Python's C(http.client) straight into reused buffers, from the Hub's resolve URL with the
+    token as a bearer header; huggingface_hub is not even imported when the listing is known (a peer
+    copy). HTTPS endpoints and proxies go through huggingface_hub's HTTP session.
   - A local file whose checksum does not match is reported in C(corrupted), fetched again and
     verified.
   - "Failures are coded the recipe's way, C([CODE] host: what. What to do.): C(E_HF_TOKEN) (401, 403 for
@@ -210,6 +211,7 @@ code:
   type: str
 """
 
+import importlib.util
 import os
 import shutil
 import socket
@@ -219,15 +221,12 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan
+from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_transfer
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
 
-try:
-    from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_transfer
-    import huggingface_hub  # noqa: F401  pylint: disable=unused-import
-    HAS_HF = True
-except ImportError:
-    HAS_HF = False
+# Found, not imported: hf_transfer imports huggingface_hub only where its session carries the
+# bytes (not from a plain-HTTP peer), and turns a failed import there into E_DEPENDENCY.
+HAS_HF = importlib.util.find_spec("huggingface_hub") is not None
 
 
 def read_token(path):

@@ -292,7 +292,7 @@ def plain_hub():
 
 
 class HubUtils:
-    """huggingface_hub's URL and header helpers (the session is not used for plain HTTP)."""
+    """huggingface_hub's URL and header helpers, for a request that a redirect hands to the session."""
 
     @staticmethod
     def hf_hub_url(repo_id, path, revision, endpoint):
@@ -302,16 +302,17 @@ class HubUtils:
     def build_hf_headers(token):
         return {"Authorization": "Bearer %s" % token} if token else {}
 
-    @staticmethod
-    def get_session():
-        raise AssertionError("a plain-HTTP endpoint is read with http.client, not the session")
+
+def no_hub():
+    raise AssertionError("huggingface_hub was asked for on a plain-HTTP endpoint")
 
 
 def plain_snapshot(tmp_path, server, chunk=MIB):
+    """A snapshot from a plain-HTTP server; it has no huggingface_hub unless the test gives one."""
     snap = hf_transfer.Snapshot(REPO, COMMIT, str(tmp_path / "model"), str(tmp_path / "state"),
                                 endpoint="http://127.0.0.1:%d" % server.server_port, chunk_size=chunk,
                                 token="secret-token")
-    snap._hub = (HubUtils, HubUtils, None)
+    snap.hub = no_hub
     os.makedirs(snap.partial_dir)
     os.makedirs(snap.local_dir)
     return snap
@@ -358,10 +359,59 @@ def test_a_redirect_to_https_hands_the_request_to_the_session(tmp_path, plain_hu
     hub = FakeHub({"model.safetensors": data})
     monkeypatch.setattr(PlainHub, "do_GET", lambda self: (self.send_response(302), self.send_header(
         "Location", "https://cdn.invalid/x"), self.send_header("Content-Length", "0"), self.end_headers()))
+    del snap.hub  # the session is the library's: the redirected request may ask for it
     snap._hub = (HubUtils, type("Utils", (HubUtils,), {"get_session": staticmethod(lambda: hub)}), None)
     final = snap._fetch(COMMIT, spec, hf_transfer.Progress(None, len(data)))
     assert open(final, "rb").read() == data
     assert [r["path"] for r in hub.requests] == ["model.safetensors"]
+
+
+@pytest.mark.parametrize("path", ["model-00001-of-00002.safetensors", "sub dir/a+b #1.json", "ünï/cödé%.bin"])
+def test_a_plain_http_request_is_the_one_huggingface_hub_would_make(path, monkeypatch):
+    """A plain-HTTP endpoint's URL and token header are made without the library: they must be the
+    ones its own helpers make for the same file (the real huggingface_hub, in requirements.txt)."""
+    import huggingface_hub
+    from huggingface_hub import utils as hf_utils
+    monkeypatch.delenv("http_proxy", raising=False)
+    monkeypatch.delenv("HTTP_PROXY", raising=False)
+    endpoint = "http://peer.internal:8765"
+    for token in ("run-secret", None):
+        snap = hf_transfer.Snapshot(REPO, COMMIT, "/nonexistent/model", "/nonexistent/state", endpoint=endpoint,
+                                    token=token)
+        snap.hub = no_hub
+        url, headers = snap.file_request(COMMIT, {"path": path})
+        assert url == huggingface_hub.hf_hub_url(REPO, path, revision=COMMIT, endpoint=endpoint)
+        wanted = hf_utils.build_hf_headers(token=token or False)
+        assert headers.get("Authorization") == wanted.get("authorization", wanted.get("Authorization"))
+
+
+def test_a_peer_copy_with_the_listing_given_never_imports_huggingface_hub(tmp_path, plain_hub, monkeypatch):
+    """A whole run from a plain-HTTP peer, its listing handed over as weights_fetch hands the seed's."""
+    monkeypatch.delenv("http_proxy", raising=False)
+    monkeypatch.delenv("HTTP_PROXY", raising=False)
+    PlainHub.files = {"a.safetensors": payload(MIB + 3), "b.json": payload(5000, seed=7)}
+    entries = [{"type": "file", "path": path, "size": len(data), "oid": "0" * 40,
+                "lfs": {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 130}}
+               for path, data in PlainHub.files.items()]
+    snap = hf_transfer.Snapshot(REPO, COMMIT, str(tmp_path / "model"), str(tmp_path / "state"),
+                                endpoint="http://127.0.0.1:%d" % plain_hub.server_port, token="secret-token",
+                                listing={"repo_id": REPO, "commit": COMMIT, "entries": entries})
+    snap.hub = no_hub
+    result = snap.run()
+    assert sorted(result["verified_files"]) == sorted(PlainHub.files)
+    assert snap.hub_requests == 2  # the two files' GETs, nothing asked of an API
+
+
+def test_a_client_that_cannot_be_imported_is_a_coded_failure(tmp_path, monkeypatch):
+    """The module finds huggingface_hub without importing it; a copy that then cannot import it
+    (a dependency of it missing) fails with E_DEPENDENCY, not a traceback."""
+    monkeypatch.setitem(__import__("sys").modules, "huggingface_hub", None)  # what a failed import leaves
+    snap = hf_transfer.Snapshot(REPO, COMMIT, str(tmp_path / "model"), str(tmp_path / "state"),
+                                endpoint="https://hub.invalid")
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        snap.hub()
+    assert caught.value.code == "E_DEPENDENCY"
+    assert "huggingface_hub cannot be imported" in caught.value.what
 
 
 def test_a_proxy_for_the_host_sends_plain_http_through_the_session(monkeypatch):
