@@ -453,7 +453,7 @@ class Snapshot:
     def file_request(self, commit, spec):
         """The URL and headers of one file's GET. From a plain-HTTP endpoint (a peer of the site, a
         mirror) they are the Hub's own resolve URL and bearer header, made here: huggingface_hub's
-        import (about 0.3 s of CPU) is then paid only where its session carries the bytes."""
+        import (about 0.2 s of CPU) is then paid only where its session carries the bytes."""
         if plain_http(self.endpoint):
             url = "%s/%s/resolve/%s/%s" % (self.endpoint, self.repo_id, quote(commit, safe=""), quote(spec["path"]))
             return url, ({"Authorization": "Bearer %s" % self.token} if self.token else {})

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import random
+import sys
 import threading
 
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -405,7 +406,7 @@ def test_a_peer_copy_with_the_listing_given_never_imports_huggingface_hub(tmp_pa
 def test_a_client_that_cannot_be_imported_is_a_coded_failure(tmp_path, monkeypatch):
     """The module finds huggingface_hub without importing it; a copy that then cannot import it
     (a dependency of it missing) fails with E_DEPENDENCY, not a traceback."""
-    monkeypatch.setitem(__import__("sys").modules, "huggingface_hub", None)  # what a failed import leaves
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # what a failed import leaves
     snap = hf_transfer.Snapshot(REPO, COMMIT, str(tmp_path / "model"), str(tmp_path / "state"),
                                 endpoint="https://hub.invalid")
     with pytest.raises(hf_transfer.SnapshotError) as caught:
