@@ -277,10 +277,18 @@ tail -n +1 -F "$LOG_DIR/rank0.log" 2>/dev/null &
 TAIL_PID=$!
 trap 'kill "$TAIL_PID" 2>/dev/null' EXIT
 
-# Which rank ended comes from `wait -n -p` (bash 5.1 and later): by the time a later check ran,
-# the other rank may have exited too, and the message would name the wrong one.
+# Which rank ended. `wait -n -p` (bash 5.1 and later) names the rank it reports, but bash may
+# already have filed away a rank that ended before or during the wait: `wait -n` then skips it
+# ("no such job") and reports the other rank when it follows. So a rank already gone is taken
+# first, and when both have ended by the time the wait returns, their statuses decide: a rank
+# whose control link closed exits 0 or 3, so the rank with any other status ended first.
+# `wait PID` gives a finished rank's status however long ago it ended.
 ended_pid=
-if (( BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 501 )); then
+kill -0 "$RANK1_PID" 2>/dev/null || ended_pid=$RANK1_PID
+kill -0 "$RANK0_PID" 2>/dev/null || ended_pid=${ended_pid:-$RANK0_PID}
+if [ -n "$ended_pid" ]; then
+  wait "$ended_pid"
+elif (( BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 501 )); then
   wait -n -p ended_pid "$RANK0_PID" "$RANK1_PID"
 else
   wait -n "$RANK0_PID" "$RANK1_PID"
@@ -290,11 +298,23 @@ if [ "$stopping" = 1 ]; then
   wait "$RANK0_PID" "$RANK1_PID"
   exit 143
 fi
+if [ -z "$ended_pid" ]; then
+  if kill -0 "$RANK0_PID" 2>/dev/null; then ended_pid=$RANK1_PID; else ended_pid=$RANK0_PID; fi
+fi
+if [ "$ended_pid" = "$RANK1_PID" ]; then ended=1; other=$RANK0_PID; else ended=0; other=$RANK1_PID; fi
+link_closed() { [ "$1" = 0 ] || [ "$1" = 3 ]; }
+if ! kill -0 "$other" 2>/dev/null; then
+  wait "$other"
+  then=$?
+  if link_closed "$first" && ! link_closed "$then"; then
+    ended=$((1 - ended)); swap=$first; first=$then; then=$swap
+  fi
+  echo "runner: rank $ended exited with status $first; rank $((1 - ended)) has ended too (status $then)" >>"$LOG_DIR/rank$ended.log"
+  if [ "$first" -ne 0 ]; then exit "$first"; fi
+  exit "$then"
+fi
 # One rank ended: the engine has no reconnect, so the other goes too. It normally notices the
 # closed control link and exits by itself; a stop signal after 5 s covers a hung rank.
-if [ -n "$ended_pid" ]; then
-  if [ "$ended_pid" = "$RANK1_PID" ]; then ended=1; other=$RANK0_PID; else ended=0; other=$RANK1_PID; fi
-elif kill -0 "$RANK0_PID" 2>/dev/null; then ended=1; other=$RANK0_PID; else ended=0; other=$RANK1_PID; fi
 echo "runner: rank $ended exited with status $first; stopping the other rank" >>"$LOG_DIR/rank$ended.log"
 for second in $(seq 1 25); do
   kill -0 "$other" 2>/dev/null || break

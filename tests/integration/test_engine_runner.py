@@ -49,6 +49,13 @@ def settings(**changes):
     return base
 
 
+# Where the runner starts waiting for its ranks, and a delay there that lasts until both have ended
+# (at most 30 s); `sleep` runs in the foreground, so bash notes the ranks' ends before the wait.
+WAIT_STARTS = "\nended_pid=\n"
+BOTH_RANKS_ENDED = ('for _ in $(seq 1 300); do { kill -0 "$RANK0_PID" || kill -0 "$RANK1_PID"; } 2>/dev/null || break; '
+                    'sleep 0.1; done')
+
+
 class Box(object):
     """A folder standing in for the container: /logs, /model, /drafter and the engine binary."""
 
@@ -75,13 +82,20 @@ class Box(object):
             text = text.replace("  " + mount + "\n", "  " + here + "\n")
         return text.replace(shlex.quote(engine_args.ENGINE), shlex.quote(self.engine))
 
-    def start(self, s, window, timeout=30):
-        """Run the runner at ``window``: (exit status or None while serving, rank logs, process)."""
+    def start(self, s, window, timeout=30, late_wait=False):
+        """Run the runner at ``window``: (exit status or None while serving, rank logs, process).
+
+        ``late_wait``: the runner reaches its wait for the ranks only after both have ended, as a
+        runner kept off the CPU would (bash has by then filed both away as finished jobs)."""
         self.runs += 1
         logs = self.tmp / ("run%d" % self.runs)
         logs.mkdir()
         runner = logs / "runner.sh"
-        runner.write_text(self.script(engine_args.runner_script(s, window, "0,1"), str(logs)))
+        text = self.script(engine_args.runner_script(s, window, "0,1"), str(logs))
+        if late_wait:
+            assert text.count(WAIT_STARTS) == 1, "the runner's wait for the ranks moved"
+            text = text.replace(WAIT_STARTS, "\n" + BOTH_RANKS_ENDED + WAIT_STARTS)
+        runner.write_text(text)
         env = dict(self.env, TENSORFOLD_STANDIN_ARGV_DIR=str(logs))
         proc = subprocess.Popen(["bash", str(runner)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
                                 start_new_session=True)
@@ -163,14 +177,17 @@ def test_paged_admit_switch_starts_fewer_streams(tmp_path):
         stop(proc)
 
 
-def test_a_dying_rank_ends_the_runner_with_a_failure_status(tmp_path):
-    box = Box(tmp_path, 93.8, {"TENSORFOLD_STANDIN_FAIL_RANK": "1", "TENSORFOLD_STANDIN_FAIL_AFTER_S": "0.5"})
-    status, logs, proc, folder = box.start(settings(), 65536)
+@pytest.mark.parametrize("late_wait", [False, True], ids=["runner-waiting", "runner-late"])
+@pytest.mark.parametrize("dying", [1, 0])
+def test_a_dying_rank_ends_the_runner_with_a_failure_status(tmp_path, dying, late_wait):
+    box = Box(tmp_path, 93.8, {"TENSORFOLD_STANDIN_FAIL_RANK": str(dying), "TENSORFOLD_STANDIN_FAIL_AFTER_S": "0.5"})
+    status, logs, proc, folder = box.start(settings(), 65536, late_wait=late_wait)
     status = proc.wait(30) if status is None else status
-    assert status == 137  # rank 1's SIGKILL, not rank 0's 0 for a control link closed with no stream open
+    assert status == 137  # the dying rank's SIGKILL, not the other's 0 for a control link closed with no stream open
     logs = box.logs(folder)
-    assert "rank 0: rank 1 closed the control link; exiting" in logs[0]
-    assert "runner: rank 1 exited with status 137" in logs[1]
+    assert "rank %d: rank %d closed the control link; exiting" % (1 - dying, dying) in logs[1 - dying]
+    assert "runner: rank %d exited with status 137" % dying in logs[dying]
+    assert "runner: rank %d exited" % (1 - dying) not in logs[0] + logs[1]
 
 
 def test_ranks_receive_the_argv_the_plan_prints(tmp_path):
