@@ -258,14 +258,17 @@ def write_all(fd, piece):
     return count
 
 
-def plain_http(url):
+def plain_http(url, use_proxy=True):
     """True when ``url`` is plain HTTP and no proxy applies to its host: its body is read with
-    ``http.client`` straight into reused buffers instead of through the library's session."""
+    ``http.client`` straight into reused buffers instead of through the library's session.
+    ``use_proxy=False``: the host is reached directly whatever the environment's proxies say."""
     if http_client is None:
         return False
     parts = urlsplit(url)
     if parts.scheme != "http" or not parts.hostname:
         return False
+    if not use_proxy:
+        return True
     proxies = getproxies()
     return not (("http" in proxies or "all" in proxies) and not proxy_bypass(parts.hostname))
 
@@ -285,7 +288,7 @@ class PlainResponse:
     the origin they were meant for, as huggingface_hub's session does). ``pieces`` reads the body
     into ``PIECES`` buffers of ``PIECE`` bytes, each handed back by the hashing thread."""
 
-    def __init__(self, url, headers, timeout):
+    def __init__(self, url, headers, timeout, use_proxy=True):
         self.conn = None
         origin = urlsplit(url)[:2]
         headers = dict(headers)
@@ -304,7 +307,7 @@ class PlainResponse:
             if self.status_code in (301, 302, 303, 307, 308) and location:
                 self.resp.read()
                 url = urljoin(url, location)
-                if not plain_http(url):
+                if not plain_http(url, use_proxy):
                     self.close()
                     raise NotPlain(url)
                 continue
@@ -404,7 +407,7 @@ class Snapshot:
 
     def __init__(self, repo_id, revision, local_dir, state_dir, token=None, endpoint=None,
                  allow_patterns=None, verify=True, allow_unpinned=False, chunk_size=hf_plan.MAX_CHUNK,
-                 progress_file=None, check_mode=False, gated=False, listing=None):
+                 progress_file=None, check_mode=False, gated=False, listing=None, use_proxy=True):
         self.repo_id = repo_id
         self.revision = revision
         self.local_dir = os.path.abspath(local_dir)
@@ -420,6 +423,9 @@ class Snapshot:
         self.check_mode = check_mode
         self.gated = gated
         self.given_listing = listing
+        # False: a plain-HTTP endpoint (a peer on the site network) is reached directly, so the
+        # copy never needs the library's session, which is what honours the environment's proxies.
+        self.use_proxy = use_proxy
         self.hub_requests = 0
         self.local_bytes_hashed = 0
         self.refetched_bytes = 0
@@ -444,8 +450,9 @@ class Snapshot:
                     import huggingface_hub  # pylint: disable=import-outside-toplevel
                     from huggingface_hub import utils as hf_utils  # pylint: disable=import-outside-toplevel
                 except ImportError as exc:
-                    raise SnapshotError("E_DEPENDENCY", "huggingface_hub cannot be imported by %s: %s. Install it "
-                                                        "there (the weights_fetch role provides it)." % (sys.executable, exc))
+                    raise SnapshotError("E_DEPENDENCY", "huggingface_hub cannot be imported by %s: %s (the "
+                                                        "weights_fetch role puts it on the hosts that download from "
+                                                        "the Hub)" % (sys.executable, exc))
                 api = huggingface_hub.HfApi(endpoint=self.endpoint, token=self.token or False)
                 self._hub = (huggingface_hub, hf_utils, api)
             return self._hub
@@ -454,7 +461,7 @@ class Snapshot:
         """The URL and headers of one file's GET. From a plain-HTTP endpoint (a peer of the site, a
         mirror) they are the Hub's own resolve URL and bearer header, made here: huggingface_hub's
         import (about 0.2 s of CPU) is then paid only where its session carries the bytes."""
-        if plain_http(self.endpoint):
+        if plain_http(self.endpoint, self.use_proxy):
             url = "%s/%s/resolve/%s/%s" % (self.endpoint, self.repo_id, quote(commit, safe=""), quote(spec["path"]))
             return url, ({"Authorization": "Bearer %s" % self.token} if self.token else {})
         hf, hf_utils = self.hub()[:2]
@@ -791,9 +798,9 @@ class Snapshot:
         position = committed = offset
         try:
             resp = None
-            if plain_http(url):
+            if plain_http(url, self.use_proxy):
                 try:
-                    resp = PlainResponse(url, headers, 60)
+                    resp = PlainResponse(url, headers, 60, self.use_proxy)
                     blocks, close = resp.pieces, resp.close
                 except NotPlain:
                     resp = None  # the session starts over from the first URL and follows the redirect
@@ -931,8 +938,8 @@ class Snapshot:
                 os.makedirs(path, 0o755)
         progress = Progress(self.progress_file, needed)
         progress.add(0, force=True)
-        if not plain_http(self.endpoint):
-            self.hub()  # imported once, before the workers start
+        if todo and not plain_http(self.endpoint, self.use_proxy):
+            self.hub()  # imported once, before the workers start (files only recorded need none)
         for spec in todo:
             final = os.path.join(self.local_dir, spec["path"])
             if os.path.lexists(final):

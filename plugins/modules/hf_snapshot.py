@@ -22,10 +22,11 @@ description:
   - The run does not wait for the disk. A verification made in this boot is recorded with the
     boot's id; a later run in the same boot fsyncs its files and records it for good; after a reboot
     (a power cut may have lost bytes the disk had not written) the files are hashed again.
-  - From a plain-HTTP endpoint no proxy applies to (a peer host, a mirror) the file bytes are read
-    with Python's C(http.client) straight into reused buffers, from the Hub's resolve URL with the
-    token as a bearer header; huggingface_hub is not even imported when the listing is known (a peer
-    copy). HTTPS endpoints and proxies go through huggingface_hub's HTTP session.
+  - From a plain-HTTP endpoint no proxy applies to (a peer host, a mirror; any plain-HTTP endpoint
+    with I(use_proxy=false)) the file bytes are read with Python's C(http.client) straight into
+    reused buffers, from the Hub's resolve URL with the token as a bearer header; huggingface_hub is
+    not even imported when the listing is known (a peer copy). HTTPS endpoints and proxies go
+    through huggingface_hub's HTTP session.
   - A local file whose checksum does not match is reported in C(corrupted), fetched again and
     verified.
   - "Failures are coded the recipe's way, C([CODE] host: what. What to do.): C(E_HF_TOKEN) (401, 403 for
@@ -37,7 +38,8 @@ version_added: "0.1.0"
 author:
   - glm53.tensorfold contributors (@glm53)
 requirements:
-  - huggingface_hub >= 1.0 on the managed host (the weights_fetch role provides it)
+  - huggingface_hub >= 1.0 on the managed host (the weights_fetch role provides it), except for a
+    direct plain-HTTP copy with a known listing (I(use_proxy=false) and I(listing))
 options:
   repo_id:
     description: The repository, C(owner/name).
@@ -88,6 +90,14 @@ options:
   endpoint:
     description: The Hub (or a mirror, or a peer host serving a verified copy). Defaults to C(HF_ENDPOINT) or the Hub.
     type: str
+  use_proxy:
+    description:
+      - Honour the environment's proxy variables (C(http_proxy), C(no_proxy)...) for a plain-HTTP
+        I(endpoint). False reaches it directly, as a peer on the site network is reached; with a
+        known I(listing) such a copy then needs no huggingface_hub on the host at all.
+      - HTTPS endpoints always go through huggingface_hub's session and its proxy settings.
+    type: bool
+    default: true
   allow_patterns:
     description: Only paths matching one of these globs are fetched.
     type: list
@@ -211,7 +221,6 @@ code:
   type: str
 """
 
-import importlib.util
 import os
 import shutil
 import socket
@@ -219,14 +228,10 @@ import sys
 import threading
 import time
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_transfer
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
-
-# Found, not imported: hf_transfer imports huggingface_hub only where its session carries the
-# bytes (not from a plain-HTTP peer), and turns a failed import there into E_DEPENDENCY.
-HAS_HF = importlib.util.find_spec("huggingface_hub") is not None
 
 
 def read_token(path):
@@ -300,6 +305,7 @@ def main():
             heartbeat_file=dict(type="path"),
             idle_timeout=dict(type="int", default=0),
             endpoint=dict(type="str"),
+            use_proxy=dict(type="bool", default=True),
             allow_patterns=dict(type="list", elements="str"),
             verify=dict(type="bool", default=True),
             chunk_size_mib=dict(type="int", default=16),
@@ -313,9 +319,6 @@ def main():
     # First, so that no failure below leaves the token's file behind.
     token = take_token(params, module.check_mode)
     host = params["host_label"] or socket.gethostname()
-    if not HAS_HF:
-        module.fail_json(msg=problem("E_DEPENDENCY", host, "huggingface_hub is not importable by %s" % sys.executable),
-                         code="E_DEPENDENCY", exception=missing_required_lib("huggingface_hub"))
     if not 1 <= params["chunk_size_mib"] <= 16:
         module.fail_json(msg=problem("E_SETTINGS", host, "chunk_size_mib must be 1 to 16"), code="E_SETTINGS")
     local_dir = params["local_dir"].rstrip("/")
@@ -327,7 +330,7 @@ def main():
         allow_patterns=params["allow_patterns"], verify=params["verify"],
         allow_unpinned=params["allow_unpinned"], chunk_size=params["chunk_size_mib"] * 1024 * 1024,
         progress_file=params["progress_file"], check_mode=module.check_mode, gated=params["gated"],
-        listing=params["listing"])
+        listing=params["listing"], use_proxy=params["use_proxy"])
     if params["heartbeat_file"] and params["idle_timeout"] > 0 and not module.check_mode:
         # Armed by the follower's first look: a file left by an earlier run must not read as stale,
         # and a download whose follower waits for a free fork (more hosts than forks) goes on.

@@ -11,6 +11,7 @@ same across boxes.
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 import urllib.error
@@ -29,11 +30,16 @@ SHARD = "model-00001-of-00002.safetensors"
 PLAYBOOK = """
 - hosts: all
   gather_facts: false
+  environment: "{{ test_environment | default({}) }}"
   tasks:
     - name: Plan the weights
       ansible.builtin.include_role:
         name: glm53.tensorfold.weights_fetch
         tasks_from: plan
+    - name: Choose the seed
+      ansible.builtin.include_role:
+        name: glm53.tensorfold.weights_fetch
+        tasks_from: seed
     - name: Fetch once and copy over the LAN
       ansible.builtin.include_role:
         name: glm53.tensorfold.weights_fetch
@@ -47,7 +53,17 @@ def hub_fixture(tmp_path_factory):
         yield url
 
 
-def write_run(tmp_path, hub, idle, names=("seed", "peer")):
+@pytest.fixture(name="python_without_hub", scope="module")
+def python_without_hub_fixture(tmp_path_factory):
+    """A Python with the standard library alone, as on a host that has no Hub client."""
+    folder = tmp_path_factory.mktemp("bare-venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=120)
+    python = str(folder / "bin" / "python")
+    assert subprocess.run([python, "-c", "import huggingface_hub"], capture_output=True, check=False).returncode != 0
+    return python
+
+
+def write_run(tmp_path, hub, idle, names=("seed", "peer"), peer_vars=None):
     port = free_port()
     hosts = {}
     for name in names:
@@ -55,6 +71,8 @@ def write_run(tmp_path, hub, idle, names=("seed", "peer")):
         (data / ".state" / "weights").mkdir(parents=True)
         hosts[name] = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
                        "tensorfold_data_dir": str(data)}
+        if name != "seed":
+            hosts[name].update(peer_vars or {})
     inventory = tmp_path / "hosts.json"
     inventory.write_text(json.dumps({"all": {"hosts": hosts, "vars": {
         "tensorfold_hf_endpoint": hub, "tensorfold_ablit": True, "tensorfold_hf_token": TOKEN,
@@ -82,8 +100,12 @@ def ask(port, path, secret=None):
         return err.code, err.read()
 
 
-def test_the_peer_copies_with_the_runs_secret_and_nothing_stays(tmp_path, hub):
-    playbook, inventory, port = write_run(tmp_path, hub, idle=120)
+def test_the_peer_copies_with_the_runs_secret_and_nothing_stays(tmp_path, hub, python_without_hub):
+    # The peer's modules run with a Python that cannot import huggingface_hub, and its environment
+    # names a proxy that answers nothing: the copy goes straight to the seed's address.
+    playbook, inventory, port = write_run(tmp_path, hub, idle=120, peer_vars={
+        "weights_fetch_python": python_without_hub,
+        "test_environment": {"http_proxy": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9"}})
     before = servers()
     rc, out = run_playbook(playbook, inventory, tmp_path, timeout=300)
     assert rc == 0, out[-3000:]

@@ -421,6 +421,39 @@ def test_a_proxy_for_the_host_sends_plain_http_through_the_session(monkeypatch):
     assert not hf_transfer.plain_http("http://hub.internal:8080/x")
     assert hf_transfer.plain_http("http://peer.internal:8080/x")
     assert not hf_transfer.plain_http("https://huggingface.co/x")
+    # A peer copy goes straight to the seed's address whatever the environment's proxies say.
+    assert hf_transfer.plain_http("http://hub.internal:8080/x", use_proxy=False)
+    assert not hf_transfer.plain_http("https://huggingface.co/x", use_proxy=False)
+
+
+def test_a_direct_copy_with_its_listing_needs_no_huggingface_hub(tmp_path, monkeypatch):
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # the library cannot be imported
+    snap = hf_transfer.Snapshot(REPO, COMMIT, str(tmp_path / "model"), str(tmp_path / "state"),
+                                endpoint="http://seed.internal:18470", token="secret", use_proxy=False)
+    url, headers = snap.file_request(COMMIT, {"path": "config.json"})
+    assert url == "http://seed.internal:18470/%s/resolve/%s/config.json" % (REPO, COMMIT)
+    assert headers == {"Authorization": "Bearer secret"}
+    with pytest.raises(hf_transfer.SnapshotError) as caught:  # through the proxy it would need the library
+        hf_transfer.Snapshot(REPO, COMMIT, str(tmp_path / "model"), str(tmp_path / "state"),
+                             endpoint="http://seed.internal:18470").file_request(COMMIT, {"path": "config.json"})
+    assert caught.value.code == "E_DEPENDENCY"
+
+
+def test_files_in_place_are_recorded_without_huggingface_hub(tmp_path, monkeypatch):
+    """A lending seed's copy after a reboot: its files are hashed again and recorded, nothing is
+    fetched, so the run needs no library even with a Hub endpoint (the seed may have none)."""
+    data = payload(5000, seed=3)
+    entries = [{"type": "file", "path": "a.safetensors", "size": len(data), "oid": "0" * 40,
+                "lfs": {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 130}}]
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "a.safetensors").write_bytes(data)
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)
+    snap = hf_transfer.Snapshot(REPO, COMMIT, str(tmp_path / "model"), str(tmp_path / "state"),
+                                endpoint="https://hub.invalid", listing={"repo_id": REPO, "commit": COMMIT, "entries": entries})
+    result = snap.run()
+    assert result["verified_files"] == ["a.safetensors"] and result["downloaded_bytes"] == 0
+    assert snap._hub is None
 
 
 def full_run(tmp_path, files, boot):
