@@ -19,6 +19,7 @@ import os
 import platform
 import socket
 import sys
+import time
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import box_module, hf_plan, hf_records
 from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi_command import ModuleFailed, SoftFail, read_gpu_info
@@ -225,13 +226,19 @@ def image_present(module, docker, label):
     return rc == 0 and bool(out.strip())
 
 
-def ask_docker(module, docker, container, user):
-    """The daemon's answer, the own container's state and the user's groups (see RETURN: docker)."""
-    if docker:
-        rc, out, err = module.run_command([docker, "info", "--format", "{{json .}}"])
-    else:
-        rc, out, err = 127, "", "docker is not installed (not on PATH)"
-    answer = docker_info_answer(rc, out, err)
+def ask_docker(module, docker, container, user, wait=0, clock=time.monotonic, sleep=time.sleep):
+    """The daemon's answer, the own container's state and the user's groups (see RETURN: docker).
+    ``wait``: seconds to keep asking, once a second, while the daemon does not answer."""
+    deadline = clock() + max(0, wait)
+    while True:
+        if docker:
+            rc, out, err = module.run_command([docker, "info", "--format", "{{json .}}"])
+        else:
+            rc, out, err = 127, "", "docker is not installed (not on PATH)"
+        answer = docker_info_answer(rc, out, err)
+        if answer["ok"] or not docker or clock() + 1 > deadline:
+            break
+        sleep(1)
     answer["own_container_running"] = False
     if answer["ok"] and container:
         rc, out, dummy = module.run_command([docker, "container", "inspect", "--format", "{{.State.Running}}",
@@ -249,7 +256,7 @@ def read_host(module):
     docker = module.get_bin_path("docker", required=False)
     extra = {}
     if p["docker"]:
-        extra["docker"] = ask_docker(module, docker, p["docker_container"], user)
+        extra["docker"] = ask_docker(module, docker, p["docker_container"], user, p["docker_wait"])
     requests = []
     for request in p["paths"]:
         path = request["path"]

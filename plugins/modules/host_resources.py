@@ -84,6 +84,12 @@ options:
   docker_container:
     description: A container whose running state RV(docker) reports (C(own_container_running)).
     type: str
+  docker_wait:
+    description:
+      - With O(docker), ask C(docker info) again once a second for up to this many seconds while the
+        daemon does not answer (a Docker just restarted), instead of reporting it at once.
+    type: int
+    default: 0
   gpus:
     description:
       - Also read the GPUs, the driver and peer-to-peer in the same module run, as
@@ -232,6 +238,7 @@ ARGUMENT_SPEC = dict(
     tools=dict(type="list", elements="str", default=[]),
     docker=dict(type="bool", default=False),
     docker_container=dict(type="str"),
+    docker_wait=dict(type="int", default=0),
     gpus=dict(type="dict", options=dict(
         nvidia_smi=dict(type="path"),
         gpus=dict(type="list", elements="int", default=[]),

@@ -179,3 +179,42 @@ def test_a_daemon_that_does_not_answer_is_not_taken_for_one_without_runtimes():
 def test_group_names_keeps_a_group_without_a_name_as_its_number():
     names = {0: "root", 998: "docker"}
     assert res.group_names([0, 998, 4242], names.__getitem__) == ["root", "docker", "4242"]
+
+
+class DockerAsked(object):
+    """A module whose `docker info` fails ``down`` times (a daemon restarting), then answers."""
+
+    def __init__(self, down):
+        self.down = down
+        self.asked = 0
+
+    def run_command(self, argv):
+        self.asked += 1
+        if argv[1] == "info" and self.asked <= self.down:
+            return 1, "", "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"
+        return 0, '{"Runtimes": {"nvidia": {}, "runc": {}}, "DockerRootDir": "/var/lib/docker"}', ""
+
+
+def clock_and_sleep():
+    now = [0.0]
+
+    def sleep(seconds):
+        now[0] += seconds
+    return (lambda: now[0]), sleep
+
+
+def test_a_restarted_daemon_is_asked_again_until_it_answers_within_the_wait():
+    clock, sleep = clock_and_sleep()
+    module = DockerAsked(down=3)
+    answer = res.ask_docker(module, "/usr/bin/docker", None, "root", wait=30, clock=clock, sleep=sleep)
+    assert answer["ok"] and answer["runtimes"] == ["nvidia", "runc"] and module.asked == 4 and clock() == 3
+
+
+def test_a_daemon_that_stays_down_is_reported_once_the_wait_is_over_and_at_once_without_one():
+    clock, sleep = clock_and_sleep()
+    module = DockerAsked(down=1000)
+    answer = res.ask_docker(module, "/usr/bin/docker", None, "root", wait=5, clock=clock, sleep=sleep)
+    assert not answer["ok"] and "Cannot connect" in answer["error"] and module.asked == 6 and clock() == 5
+    module = DockerAsked(down=1000)
+    assert not res.ask_docker(module, "/usr/bin/docker", None, "root", clock=clock, sleep=sleep)["ok"]
+    assert module.asked == 1
