@@ -135,8 +135,9 @@ def changed_by(role, words=""):
 
 
 check(changed_by("tensorfold_image", "Build") == [], "no image was built: %s" % changed_by("tensorfold_image", "Build"))
-check(changed_by("tensorfold_image", "Copy the saved image") == ["fleet-gpu-b"],
-      "fleet-gpu-b copied the image from fleet-gpu-a: %s" % changed_by("tensorfold_image", "Copy the saved image"))
+LOADED_FROM_PEER = "Load the build host's image as it arrives"
+check(changed_by("tensorfold_image", LOADED_FROM_PEER) == ["fleet-gpu-b"],
+      "fleet-gpu-b loaded the image from fleet-gpu-a: %s" % changed_by("tensorfold_image", LOADED_FROM_PEER))
 got = box("fleet-gpu-b", "docker", "image", "inspect", "-f", "{{.Id}}", image_ref)[1]
 check(got == image_id["fleet-gpu-a"], "fleet-gpu-b holds fleet-gpu-a's image again: %s" % got)
 check(changed_by("weights_fetch") == ["fleet-gpu-b"], "only fleet-gpu-b's weights changed: %s" % changed_by("weights_fetch"))

@@ -7,8 +7,9 @@ and checksums it uses against the Hub. Only files of a recorded listing whose ve
 holds are served; nothing is written.
 
 It can also serve single files by name under ``/files/NAME`` (the engine image's archive, moved
-from its build host to the other hosts): ``fetch_file`` is their client, and it checks the size
-and sha256 it was given while the bytes arrive.
+from its build host to the other hosts): ``load_image`` is their client, which streams the archive
+into the host's Docker Engine as it arrives, and ``fetch_file`` the one that keeps a file; both
+check the size and sha256 they were given while the bytes arrive.
 
 Every request must carry the run's secret (``Authorization: Bearer SECRET``, what hf_snapshot
 sends as its token): anyone else gets 401 and not a byte. The server stops when the stop file
@@ -35,7 +36,7 @@ except ImportError:  # pragma: no cover  (Python 2 is not supported on hosts)
     BaseHTTPRequestHandler = object
     ThreadingHTTPServer = None
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_records, hf_transfer
+from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_records, hf_transfer, image_load
 
 RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
 SEND_PIECE = 64 * 1024 * 1024
@@ -246,6 +247,37 @@ def serve(repos, bind, port, stop_file, lifetime, secret, idle_timeout=0, ready=
 
 
 # --- The client of a served file ---------------------------------------------------------------
+# What to check when a served file cannot be fetched (the modules' messages end with it).
+REACH_TODO = ("Check that this host reaches the serving host at that address and port (a firewall between hosts, "
+              "or a name that resolves to loopback on the serving host?)")
+
+# The options of the modules that copy a served file (doc fragment glm53.tensorfold.peer_copy).
+PEER_COPY_SPEC = dict(
+    url=dict(type="str", required=True),
+    size=dict(type="int", required=True),
+    sha256=dict(type="str", required=True),
+    secret=dict(type="str", required=True, no_log=True),
+    timeout=dict(type="int", default=60),
+    wait=dict(type="int", default=60),
+    attempts=dict(type="int", default=3),
+    host_label=dict(type="str"),
+)
+
+
+def peer_copy_problems(params):
+    """What is wrong with the PEER_COPY_SPEC options (a list of sentences, empty when nothing is)."""
+    wrong = []
+    if not params["url"].startswith("http://"):
+        wrong.append("url must be plain http://ADDRESS:PORT/files/NAME")
+    if not re.match(r"^[0-9a-f]{64}$", params["sha256"]):
+        wrong.append("sha256 must be 64 lowercase hex digits")
+    if params["size"] < 0 or params["attempts"] < 1 or params["timeout"] < 1 or params["wait"] < 0:
+        wrong.append("size and wait must be 0 or more, attempts and timeout 1 or more")
+    if len(params["secret"]) < 16:
+        wrong.append("the secret must have at least 16 characters")
+    return wrong
+
+
 class FetchError(Exception):
     """A served file could not be fetched whole and intact; ``what`` is the operator's sentence."""
 
@@ -268,15 +300,14 @@ def file_matches(path, size, sha256):
     return digest.hexdigest() == sha256
 
 
-def _receive(resp, part, size):
-    """Write the body to ``part``, hashing each piece on its own thread as it arrives; return the
-    byte count and the sha256. Stops reading once past ``size`` (the wrong file)."""
-    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+def _receive(resp, write, size):
+    """Hand the body to ``write`` piece by piece, hashing each piece on its own thread as it
+    arrives; return the byte count and the sha256. Stops reading once past ``size`` (the wrong file)."""
     hasher = hf_transfer.PieceHasher(hashlib.sha256())
     got = 0
     try:
         for piece, release in resp.pieces():
-            got += hf_transfer.write_all(fd, piece)
+            got += write(piece)
             hasher.update(piece, release)
             if got > size:
                 break
@@ -286,23 +317,39 @@ def _receive(resp, part, size):
         except Exception:  # pylint: disable=broad-except  # the transfer's own error is the one to report
             pass
         raise
-    finally:
-        os.close(fd)
     return got, hasher.close().hexdigest()
 
 
-def fetch_file(url, dest, size, sha256, secret, timeout=60, wait=60, attempts=3, mode=0o644,
-               clock=time.time, sleep=time.sleep):
-    """Copy the file a peer serves at ``url`` to ``dest``: the run's secret as a Bearer token, the
-    bytes hashed while they arrive, kept only when the size and sha256 match (else fetched again,
-    ``attempts`` times in all), moved into place whole. A server not up yet is waited for up to
-    ``wait`` seconds. Returns what happened; raises FetchError with the reason."""
-    if file_matches(dest, size, sha256):
-        return {"changed": False, "bytes": 0, "attempts": 0, "seconds": 0.0}
-    parent = os.path.dirname(dest) or "."
-    if not os.path.isdir(parent):
-        os.makedirs(parent, 0o755)
-    part = dest + ".part"
+class _PartFile:
+    """Where one attempt of fetch_file writes: ``dest.part``, removed when the attempt is dropped."""
+
+    def __init__(self, part):
+        self.part = part
+        self.fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+
+    def write(self, piece):
+        return hf_transfer.write_all(self.fd, piece)
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def abort(self):
+        self.close()
+        try:
+            os.unlink(self.part)
+        except OSError:
+            pass
+
+
+def _fetch_verified(url, size, sha256, secret, open_sink, timeout, wait, attempts, clock, sleep):
+    """Fetch the file a peer serves at ``url`` into a sink (``open_sink()`` makes one per attempt:
+    ``write(piece)`` returns the bytes taken, ``abort()`` drops them) until an attempt gives
+    ``size`` bytes with ``sha256``: the run's secret as a Bearer token, the bytes hashed while they
+    arrive, a server not up yet waited for up to ``wait`` seconds, ``attempts`` fetches in all.
+    Returns that attempt's sink, still open, and what happened; raises FetchError with the reason
+    (every sink dropped). An error of the sink itself other than OSError is raised as it is."""
     headers = {"Authorization": "Bearer %s" % secret, "Accept-Encoding": "identity"}
     began = clock()
     tried, last = 0, ""
@@ -317,27 +364,65 @@ def fetch_file(url, dest, size, sha256, secret, timeout=60, wait=60, attempts=3,
         except hf_transfer.SnapshotError as err:
             raise FetchError(err.what)
         tried += 1
-        got = None
+        got = sink = None
         try:
             if resp.status_code == 401:
                 raise FetchError("%s refused this run's secret (HTTP 401)" % url)
             if resp.status_code != 200:
                 raise FetchError("%s answered HTTP %d" % (url, resp.status_code))
+            sink = open_sink()
             try:
-                got, digest = _receive(resp, part, size)
+                got, digest = _receive(resp, sink.write, size)
             except (OSError, hf_transfer.http_client.HTTPException) as exc:
                 last = "the transfer from %s broke off: %s" % (url, exc)
+        except BaseException:
+            if sink is not None:
+                sink.abort()
+            raise
         finally:
             resp.close()
         if got is not None:
             if got == size and digest == sha256:
-                os.chmod(part, mode)
-                os.replace(part, dest)
-                return {"changed": True, "bytes": got, "attempts": tried, "seconds": round(clock() - began, 2)}
+                return sink, {"bytes": got, "attempts": tried, "seconds": round(clock() - began, 2)}
             last = "%s sent %d bytes with sha256 %s; expected %d bytes with sha256 %s" % (url, got, digest, size, sha256)
-        try:
-            os.unlink(part)
-        except OSError:
-            pass
+        sink.abort()
         if tried >= attempts:
             raise FetchError("%s (%d attempts)" % (last, tried))
+
+
+def fetch_file(url, dest, size, sha256, secret, timeout=60, wait=60, attempts=3, mode=0o644,
+               clock=time.time, sleep=time.sleep):
+    """Copy the file a peer serves at ``url`` to ``dest`` (_fetch_verified), moved into place whole
+    once its size and sha256 match. Returns what happened; raises FetchError with the reason."""
+    if file_matches(dest, size, sha256):
+        return {"changed": False, "bytes": 0, "attempts": 0, "seconds": 0.0}
+    parent = os.path.dirname(dest) or "."
+    if not os.path.isdir(parent):
+        os.makedirs(parent, 0o755)
+    part = dest + ".part"
+    sink, result = _fetch_verified(url, size, sha256, secret, lambda: _PartFile(part), timeout, wait, attempts,
+                                   clock, sleep)
+    sink.close()
+    os.chmod(part, mode)
+    os.replace(part, dest)
+    return dict(result, changed=True)
+
+
+def load_image(url, size, sha256, secret, docker_socket, ref, image_id, timeout=60, wait=60, attempts=3,
+               load_timeout=1800, clock=time.time, sleep=time.sleep):
+    """Load the image archive a peer serves at ``url`` straight into the Docker Engine at
+    ``docker_socket`` (image_load.DockerLoad), the archive never written to disk: the body is
+    ended, and so loaded, only once its size and sha256 match (_fetch_verified); a wrong or broken
+    transfer is dropped and fetched again. Then ``ref`` must name the image ``image_id``. A host
+    where ``ref`` already names it is left alone. Returns what happened; raises FetchError (the
+    transfer) or image_load.LoadError (the engine, or the loaded image is another)."""
+    if image_load.image_id(docker_socket, ref, timeout) == image_id:
+        return {"changed": False, "bytes": 0, "attempts": 0, "seconds": 0.0, "image_id": image_id}
+    sink, result = _fetch_verified(url, size, sha256, secret, lambda: image_load.DockerLoad(docker_socket, load_timeout),
+                                   timeout, wait, attempts, clock, sleep)
+    names = sink.commit()
+    now = image_load.image_id(docker_socket, ref, timeout)
+    if now != image_id:
+        raise image_load.LoadError("after the load, %s names %s, not %s (the image the archive was made from); "
+                                   "the load named %s" % (ref, now or "no image", image_id, ", ".join(names) or "nothing"))
+    return dict(result, changed=True, image_id=now, loaded=names)

@@ -62,9 +62,8 @@ def http_get(url, timeout, headers=None):
                      (parts.path or "/") + ("?" + parts.query if parts.query else ""), headers)
 
 
-def unix_get(socket_path, path, timeout, headers=None):
-    """GET ``path`` from the HTTP service on the unix socket ``socket_path`` (the Docker engine's):
-    (status, body), failures as http_get's."""
+def unix_connect(socket_path, timeout):
+    """A stream socket connected to the unix socket ``socket_path``, with ``timeout``."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(timeout)
@@ -72,7 +71,13 @@ def unix_get(socket_path, path, timeout, headers=None):
     except (OSError, ValueError):
         sock.close()
         raise
-    return _exchange(sock, "localhost", path, headers)
+    return sock
+
+
+def unix_get(socket_path, path, timeout, headers=None):
+    """GET ``path`` from the HTTP service on the unix socket ``socket_path`` (the Docker engine's):
+    (status, body), failures as http_get's."""
+    return _exchange(unix_connect(socket_path, timeout), "localhost", path, headers)
 
 
 def _exchange(sock, host, path, headers):

@@ -25,46 +25,17 @@ description:
   - Leaves a file that already holds those bytes alone.
 author:
   - glm53.tensorfold contributors (@glm53)
+extends_documentation_fragment:
+  - glm53.tensorfold.peer_copy
 options:
-  url:
-    description: The served file's URL, C(http://ADDRESS:PORT/files/NAME).
-    type: str
-    required: true
   dest:
     description: Where the file goes; its folder is made when missing.
     type: path
-    required: true
-  size:
-    description: The file's size in bytes.
-    type: int
-    required: true
-  sha256:
-    description: The file's sha256, 64 hex digits.
-    type: str
-    required: true
-  secret:
-    description: The run's secret the server asks for (at least 16 characters). Never logged.
-    type: str
     required: true
   mode:
     description: The file's mode once in place.
     type: raw
     default: "0644"
-  timeout:
-    description: Seconds one connection may wait for the server's bytes.
-    type: int
-    default: 60
-  wait:
-    description: Seconds to wait for the server to accept the first connection.
-    type: int
-    default: 60
-  attempts:
-    description: Fetches in all before a wrong or broken transfer fails the task.
-    type: int
-    default: 3
-  host_label:
-    description: The host name used in problem messages.
-    type: str
 attributes:
   check_mode:
     support: full
@@ -96,7 +67,6 @@ seconds:
   type: float
 """
 
-import re
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
@@ -104,37 +74,18 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_peer
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
 
-TODO = ("Check that this host reaches the serving host at that address and port (a firewall between hosts, "
-        "or a name that resolves to loopback on the serving host?) and has free space, then run again.")
+TODO = hf_peer.REACH_TODO + " and has free space, then run again."
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            url=dict(type="str", required=True),
-            dest=dict(type="path", required=True),
-            size=dict(type="int", required=True),
-            sha256=dict(type="str", required=True),
-            secret=dict(type="str", required=True, no_log=True),
-            mode=dict(type="raw", default="0644"),
-            timeout=dict(type="int", default=60),
-            wait=dict(type="int", default=60),
-            attempts=dict(type="int", default=3),
-            host_label=dict(type="str"),
-        ),
+        argument_spec=dict(hf_peer.PEER_COPY_SPEC, dest=dict(type="path", required=True),
+                           mode=dict(type="raw", default="0644")),
         supports_check_mode=True,
     )
     params = module.params
     host = params["host_label"] or socket.gethostname()
-    wrong = []
-    if not params["url"].startswith("http://"):
-        wrong.append("url must be plain http://ADDRESS:PORT/files/NAME")
-    if not re.match(r"^[0-9a-f]{64}$", params["sha256"]):
-        wrong.append("sha256 must be 64 lowercase hex digits")
-    if params["size"] < 0 or params["attempts"] < 1 or params["timeout"] < 1 or params["wait"] < 0:
-        wrong.append("size and wait must be 0 or more, attempts and timeout 1 or more")
-    if len(params["secret"]) < 16:
-        wrong.append("the secret must have at least 16 characters")
+    wrong = hf_peer.peer_copy_problems(params)
     try:
         mode = int(str(params["mode"]), 8) if not isinstance(params["mode"], int) else params["mode"]
     except ValueError:
