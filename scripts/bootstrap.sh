@@ -93,6 +93,8 @@ bash scripts/build-base-image.sh
 bash scripts/build-base-image.sh trixie
 # What the test image builds inside a box start from (smaller than a box: it travels).
 bash scripts/build-base-image.sh image
+# The engine image's runtime stage in the demo and the bench (made from the one above).
+bash scripts/build-base-image.sh runtime
 # The tools' own venvs, made here with the rest of the setup rather than by the first test that
 # needs them: antsibull-docs (the docs stage) and the load tool aiperf (the bench tests and scenarios).
 bash scripts/docs.sh --setup >/dev/null
