@@ -19,6 +19,8 @@ description:
   - The repository is compared the way apt compares it when it refuses two entries with different
     C(Signed-By) keys (C(Conflicting values set for option Signed-By)) without the scheme, with
     C($(ARCH)) read as O(arch) and with or without a closing slash.
+  - Also says which of the paths in O(present) exist (files the caller removes or keeps), so one
+    look answers both.
   - Only reads; nothing on the host changes, so check mode gives the same answer.
 author:
   - glm53.tensorfold contributors (@glm53)
@@ -43,6 +45,11 @@ options:
     description: apt's folder of source files.
     type: path
     default: /etc/apt/sources.list.d
+  present:
+    description: Paths to look for; RV(present) lists those that exist (a dangling link counts).
+    type: list
+    elements: path
+    default: []
 extends_documentation_fragment:
   - glm53.tensorfold.read_only
 """
@@ -70,6 +77,12 @@ found:
   type: list
   elements: dict
   sample: [{"path": "/etc/apt/sources.list.d/nvidia.list", "lines": [1], "shown": "/etc/apt/sources.list.d/nvidia.list (line 1)"}]
+present:
+  description: The paths of O(present) that exist, in the order given.
+  returned: always
+  type: list
+  elements: str
+  sample: [/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg]
 """
 
 import os
@@ -95,6 +108,7 @@ def main():
             exclude=dict(type="list", elements="path", default=[]),
             sources_list=dict(type="path", default="/etc/apt/sources.list"),
             sources_dir=dict(type="path", default="/etc/apt/sources.list.d"),
+            present=dict(type="list", elements="path", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -111,7 +125,7 @@ def main():
         lines = entries_naming(_read(module, path), path.endswith(".sources"), params["uri"], params["arch"])
         if lines:
             found.append(dict(path=path, lines=lines, shown=shown(path, lines)))
-    module.exit_json(changed=False, found=found)
+    module.exit_json(changed=False, found=found, present=[path for path in params["present"] if os.path.lexists(path)])
 
 
 if __name__ == "__main__":

@@ -35,3 +35,14 @@ def test_a_host_without_those_files_has_nothing_found(tmp_path, run_module):
     result = run_module(apt_sources_info, uri="https://x/deb/amd64", sources_list=str(tmp_path / "none"),
                         sources_dir=str(tmp_path / "none.d"))
     assert result["found"] == [] and not result.get("failed")
+
+
+def test_the_same_look_says_which_of_the_given_paths_exist(tmp_path, run_module):
+    legacy = tmp_path / "nvidia-docker.list"
+    legacy.write_text("deb https://nvidia.github.io/nvidia-docker/debian11/$(ARCH) /\n")
+    linked = tmp_path / "nvidia-docker.gpg"
+    linked.symlink_to(tmp_path / "gone.gpg")  # a dangling link is still a file to remove
+    asked = [str(tmp_path / "missing.list"), str(linked), str(legacy), str(tmp_path / "keyring.gpg")]
+    result = run_module(apt_sources_info, uri="https://x/deb/amd64", sources_list=str(tmp_path / "none"),
+                        sources_dir=str(tmp_path / "none.d"), present=asked)
+    assert result["present"] == [str(linked), str(legacy)] and result["found"] == []
