@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import socket
+import time
 from urllib.parse import urlsplit
 
 
@@ -60,6 +61,23 @@ def http_get(url, timeout, headers=None):
     host = url_host(parts.hostname) + ("" if port == 80 else ":%d" % port)
     return _exchange(socket.create_connection((parts.hostname, port), timeout), host,
                      (parts.path or "/") + ("?" + parts.query if parts.query else ""), headers)
+
+
+def wait_for_listener(url, seconds, clock=None, sleep=None):
+    """Wait up to ``seconds`` for the host and port of ``url`` to accept a TCP connection (a server
+    that starts in the same run); True once one did. Each try has at most a second."""
+    clock, sleep = clock or time.monotonic, sleep or time.sleep
+    parts = urlsplit(url)
+    address = (parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+    deadline = clock() + seconds
+    while True:
+        try:
+            socket.create_connection(address, max(0.1, min(1.0, deadline - clock()))).close()
+            return True
+        except OSError:
+            if clock() >= deadline:
+                return False
+            sleep(0.2)
 
 
 def unix_connect(socket_path, timeout):

@@ -98,6 +98,13 @@ options:
       - HTTPS endpoints always go through huggingface_hub's session and its proxy settings.
     type: bool
     default: true
+  endpoint_wait:
+    description:
+      - Seconds to wait, before the first request, for I(endpoint) to accept a connection (a peer's
+        server started in the same run); 0 does not wait. An endpoint that does not within that
+        time fails with E_DOWNLOAD. Not in check mode.
+    type: int
+    default: 0
   allow_patterns:
     description: Only paths matching one of these globs are fetched.
     type: list
@@ -230,7 +237,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_transfer
+from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_transfer, net
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
 
 
@@ -306,6 +313,7 @@ def main():
             idle_timeout=dict(type="int", default=0),
             endpoint=dict(type="str"),
             use_proxy=dict(type="bool", default=True),
+            endpoint_wait=dict(type="int", default=0),
             allow_patterns=dict(type="list", elements="str"),
             verify=dict(type="bool", default=True),
             chunk_size_mib=dict(type="int", default=16),
@@ -345,6 +353,9 @@ def main():
                 os.makedirs(state_dir, 0o700)
             except OSError as err:  # a full disk or a read-only folder: the operator's failure, coded
                 raise snapshot.disk_error(err, state_dir)
+        if params["endpoint_wait"] > 0 and not module.check_mode and not net.wait_for_listener(endpoint, params["endpoint_wait"]):
+            raise hf_transfer.SnapshotError("E_DOWNLOAD", "%s did not accept a connection within %d s"
+                                            % (endpoint, params["endpoint_wait"]))
         result = snapshot.run()
     except hf_transfer.SnapshotError as err:
         hf_transfer.Progress(params["progress_file"], 0).finish({"failed": err.code})

@@ -115,3 +115,23 @@ def test_unix_get_reads_docker_s_way_of_answering(tmp_path):
 def test_unix_get_of_a_missing_socket_raises_an_os_error(tmp_path):
     with pytest.raises(OSError):
         net.unix_get(str(tmp_path / "none.sock"), "/info", 1)
+
+
+def test_wait_for_listener_waits_for_a_server_that_starts_late_and_gives_up_on_one_that_never_does():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    started = threading.Timer(0.6, lambda: (listener.bind(("127.0.0.1", port)), listener.listen(1)))
+    started.start()
+    try:
+        assert net.wait_for_listener("http://127.0.0.1:%d/x" % port, 10)
+    finally:
+        started.join()
+        listener.close()
+    # The clock read at the start, then before each try and after each refusal: two tries, one nap.
+    ticks = iter([0.0, 0.0, 5.0, 9.0, 12.0])
+    naps = []
+    assert not net.wait_for_listener("http://127.0.0.1:%d" % port, 10, clock=lambda: next(ticks), sleep=naps.append)
+    assert naps == [0.2]

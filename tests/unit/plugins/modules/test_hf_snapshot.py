@@ -84,3 +84,22 @@ def test_a_missing_token_file_is_no_token_and_no_error(tmp_path, run_module, tra
     path = transfer["path"] = tmp_path / "model-ablit.hf-token"
     result = run_module(hf_snapshot, **args(tmp_path, path, forget_token_file=True))
     assert transfer["token"] is None and not result.get("failed")
+
+
+def test_a_copy_from_an_endpoint_that_never_listens_fails_coded_before_any_request(tmp_path, run_module, transfer,
+                                                                                   monkeypatch):
+    asked = []
+    monkeypatch.setattr(hf_snapshot.net, "wait_for_listener", lambda url, seconds: asked.append((url, seconds)) or False)
+    result = run_module(hf_snapshot, repo_id="o/model", revision="5" * 40, local_dir=str(tmp_path / "model"),
+                        state_dir=str(tmp_path / "state"), endpoint="http://10.0.0.9:18470", endpoint_wait=60)
+    assert result["failed"] and result["code"] == "E_DOWNLOAD"
+    assert "http://10.0.0.9:18470 did not accept a connection within 60 s" in result["msg"]
+    assert asked == [("http://10.0.0.9:18470", 60)] and "file_during_run" not in transfer
+
+
+def test_without_endpoint_wait_the_copy_asks_at_once(tmp_path, run_module, transfer, monkeypatch):
+    monkeypatch.setattr(hf_snapshot.net, "wait_for_listener", lambda url, seconds: pytest.fail("waited"))
+    transfer["path"] = tmp_path / "none"
+    result = run_module(hf_snapshot, repo_id="o/model", revision="5" * 40, local_dir=str(tmp_path / "model"),
+                        state_dir=str(tmp_path / "state"), endpoint="http://10.0.0.9:18470")
+    assert not result.get("failed") and result["changed"]
