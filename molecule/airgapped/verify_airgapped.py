@@ -3,7 +3,8 @@
 
 1. No stand-in of the Internet was asked anything during the two deploys: the Hub emulator's,
    the builder's and each box's request logs have the counts prepare saved.
-2. Both boxes are LIVE in the fleet report, and cannot reach the Hub emulator or the Internet.
+2. Both boxes are LIVE in the fleet report, and cannot reach the Hub emulator or the Internet;
+   only the seed has the Hub client (the peer copies from it).
 3. A flipped byte in a checkpoint shard of the bundle: bundle.yml --tags verify fails naming
    weights/model and the file; site.yml fails both boxes in pre-flight with E_BUNDLE naming them
    too, and changes nothing on either box.
@@ -53,6 +54,12 @@ def main():
                      "import urllib.request as u\nfor url in ('http://airgapped-hub:8080/api/models/x','https://pypi.org/simple/'):\n"
                      "  try:\n    u.urlopen(url, timeout=3); print('reached', url)\n  except Exception as e: pass"])
         check("reached" not in probe.stdout, "%s reaches neither the Hub emulator nor the Internet" % box)
+
+    # With the peer strategy only the seed (the first box) runs the Hub client; the other copies from it.
+    clients = dict((box, run(["docker", "exec", box, "sh", "-c", "ls /srv/glm53/.state/hf-client 2>/dev/null"]).stdout.split())
+                   for box in ("airgapped-gpu-a", "airgapped-gpu-b"))
+    check(len(clients["airgapped-gpu-a"]) == 1 and clients["airgapped-gpu-b"] == [],
+          "the Hub client is on the seed alone: %s" % clients)
 
     shards = sorted(glob.glob(os.path.join(eph, "bundle", "weights", "model", "files", "*.safetensors")))
     shard = shards[0]
