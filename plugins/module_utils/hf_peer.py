@@ -36,7 +36,7 @@ except ImportError:  # pragma: no cover  (Python 2 is not supported on hosts)
     BaseHTTPRequestHandler = object
     ThreadingHTTPServer = None
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_records, hf_transfer, image_load
+from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, hf_records, hf_transfer, image_load, net
 
 RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
 SEND_PIECE = 64 * 1024 * 1024
@@ -352,14 +352,13 @@ def _fetch_verified(url, size, sha256, secret, open_sink, timeout, wait, attempt
     (every sink dropped). An error of the sink itself other than OSError is raised as it is."""
     headers = {"Authorization": "Bearer %s" % secret, "Accept-Encoding": "identity"}
     began = clock()
+    if wait > 0:  # the server starts in the same run: it may not listen yet
+        net.wait_for_listener(url, wait, clock=clock, sleep=sleep)
     tried, last = 0, ""
     while True:
         try:
             resp = hf_transfer.PlainResponse(url, headers, timeout)
         except (OSError, hf_transfer.http_client.HTTPException) as exc:
-            if tried == 0 and clock() - began < wait:  # the server is still starting
-                sleep(0.5)
-                continue
             raise FetchError("cannot reach %s: %s" % (url, exc))
         except hf_transfer.SnapshotError as err:
             raise FetchError(err.what)
