@@ -407,21 +407,25 @@ def fetch_file(url, dest, size, sha256, secret, timeout=60, wait=60, attempts=3,
     return dict(result, changed=True)
 
 
-def load_image(url, size, sha256, secret, docker_socket, ref, image_id, timeout=60, wait=60, attempts=3,
+def load_image(url, size, sha256, secret, docker_socket, ref, identity, timeout=60, wait=60, attempts=3,
                load_timeout=1800, clock=time.time, sleep=time.sleep):
     """Load the image archive a peer serves at ``url`` straight into the Docker Engine at
     ``docker_socket`` (image_load.DockerLoad), the archive never written to disk: the body is
     ended, and so loaded, only once its size and sha256 match (_fetch_verified); a wrong or broken
-    transfer is dropped and fetched again. Then ``ref`` must name the image ``image_id``. A host
-    where ``ref`` already names it is left alone. Returns what happened; raises FetchError (the
+    transfer is dropped and fetched again. Then ``ref`` must name an image of ``identity``
+    (image_load.identity: the build host's, whichever image store either Docker uses). A host
+    where ``ref`` already names one is left alone. Returns what happened; raises FetchError (the
     transfer) or image_load.LoadError (the engine, or the loaded image is another)."""
-    if image_load.image_id(docker_socket, ref, timeout) == image_id:
-        return {"changed": False, "bytes": 0, "attempts": 0, "seconds": 0.0, "image_id": image_id}
+    have = image_load.inspect_image(docker_socket, ref, timeout)
+    if have is not None and image_load.identity(have) == identity:
+        return {"changed": False, "bytes": 0, "attempts": 0, "seconds": 0.0, "image_id": have["Id"], "identity": identity}
     sink, result = _fetch_verified(url, size, sha256, secret, lambda: image_load.DockerLoad(docker_socket, load_timeout),
                                    timeout, wait, attempts, clock, sleep)
     names = sink.commit()
-    now = image_load.image_id(docker_socket, ref, timeout)
-    if now != image_id:
-        raise image_load.LoadError("after the load, %s names %s, not %s (the image the archive was made from); "
-                                   "the load named %s" % (ref, now or "no image", image_id, ", ".join(names) or "nothing"))
-    return dict(result, changed=True, image_id=now, loaded=names)
+    now = image_load.inspect_image(docker_socket, ref, timeout)
+    if now is None or image_load.identity(now) != identity:
+        raise image_load.LoadError("after the load, %s names %s, not the image the archive was made from (identity %s, "
+                                   "its layers and run settings; found %s); the load named %s"
+                                   % (ref, now["Id"] if now else "no image", identity[7:19],
+                                      image_load.identity(now)[7:19] if now else "none", ", ".join(names) or "nothing"))
+    return dict(result, changed=True, image_id=now["Id"], identity=identity, loaded=names)

@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
 import json
 import socket
 from urllib.parse import quote
@@ -160,14 +161,38 @@ class DockerLoad:
         return "the Docker Engine stopped reading the image: %s" % (loaded(body)[1] or exc)
 
 
-def image_id(path, ref, timeout):
-    """The id of the image ``ref`` names in the engine at the socket ``path``, or None when it has none."""
+# What an image's inspection holds that Docker's two image stores both read from the image's
+# configuration. The id is not one of them: the graphdriver store's is the configuration's digest,
+# the containerd store's (Docker Engine 29's default on a fresh install) the manifest's, so one
+# image has two ids across a fleet of both. How the image runs, not the build's record of itself.
+IDENTITY_CONFIG_KEYS = ("Entrypoint", "Cmd", "Env", "WorkingDir", "User", "Labels")
+
+
+def identity(inspect):
+    """The identity of the image an inspection (``GET /images/NAME/json``, docker_image_info's
+    ``images[]``) describes, the same whichever image store holds it: a sha256 over its platform,
+    its layers' digests (of their uncompressed content) and how it runs; an empty setting counts
+    as absent (one store may give null where the other gives [] or {})."""
+    config = inspect.get("Config") or {}
+    described = {"os": inspect.get("Os") or "", "architecture": inspect.get("Architecture") or "",
+                 "variant": inspect.get("Variant") or "",
+                 "layers": list((inspect.get("RootFS") or {}).get("Layers") or []),
+                 "config": dict((key, config[key]) for key in IDENTITY_CONFIG_KEYS if config.get(key))}
+    text = json.dumps(described, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def inspect_image(path, ref, timeout):
+    """The inspection of the image ``ref`` names in the engine at the socket ``path``, or None when it has none."""
     status, body = net.unix_get(path, "/images/%s/json" % quote(ref, safe=":/"), timeout)
     if status == 404:
         return None
     if status != 200:
         raise LoadError(refusal(status, body))
     try:
-        return json.loads(body.decode("utf-8"))["Id"]
-    except (ValueError, KeyError, TypeError):
-        raise LoadError("the Docker Engine's answer about %s has no image id" % ref)
+        found = json.loads(body.decode("utf-8"))
+        if isinstance(found, dict) and found.get("Id"):
+            return found
+    except ValueError:
+        pass
+    raise LoadError("the Docker Engine's answer about %s is no image inspection" % ref)

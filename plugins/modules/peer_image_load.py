@@ -21,11 +21,15 @@ description:
     engine loads the archive only once its size and sha256 are the ones given. Until then the body
     of the load is left open, and a wrong or broken transfer closes it unfinished, so the engine
     discards it, and is fetched again, O(attempts) times in all.
-  - Then O(image) must name the image O(image_id) (an image's id is the digest of its
-    configuration, which names the digest of every layer the engine has checked).
+  - Then O(image) must name an image of O(identity), the build host's. An image's id cannot be
+    compared between hosts whose Docker Engines use different image stores (the graphdriver
+    store's id is the digest of the image's configuration, the containerd store's, the default of
+    a fresh Docker Engine 29, the digest of its manifest), so the check compares what both stores
+    read from the configuration - the digest of every layer, which the engine checked as it loaded
+    them, the platform and how the image runs (the M(glm53.tensorfold.image_identity) filter).
   - Waits up to O(wait) seconds for the server to accept the first connection (it starts in the
     same run). Connects straight to the address in O(url), past any proxy of the environment.
-  - Leaves a host where O(image) already names O(image_id) alone.
+  - Leaves a host where O(image) already names an image of O(identity) alone.
 author:
   - glm53.tensorfold contributors (@glm53)
 extends_documentation_fragment:
@@ -35,8 +39,10 @@ options:
     description: The reference (C(NAME:TAG)) the archive tags, checked after the load.
     type: str
     required: true
-  image_id:
-    description: The id (C(sha256:...)) the image must have, the build host's.
+  identity:
+    description:
+      - The identity (C(sha256:...)) the image must have, the build host's image's
+        (C(images[0] | glm53.tensorfold.image_identity) of M(community.docker.docker_image_info) there).
     type: str
     required: true
   docker_host:
@@ -61,12 +67,16 @@ EXAMPLES = r"""
     sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
     secret: "{{ hostvars[build_host].move_secret }}"
     image: glm53/tensorfold-native:3f2a9c1d
-    image_id: sha256:5b5951582eb84cdd3f1d7a7be99654f58432f4b431cac0cc605a3cd6dd1f5f73
+    identity: "{{ hostvars[build_host].build_image.images[0] | glm53.tensorfold.image_identity }}"
 """
 
 RETURN = r"""
 image_id:
-  description: The id O(image) names after the run.
+  description: The id of the image O(image) names after the run, on this host's Docker (its image store's kind of id).
+  returned: success
+  type: str
+identity:
+  description: The identity of that image (O(identity)).
   returned: success
   type: str
 loaded:
@@ -104,7 +114,7 @@ LOAD_TODO = ("Check the Docker Engine on this host (docker info; free space unde
 def main():
     module = AnsibleModule(
         argument_spec=dict(hf_peer.PEER_COPY_SPEC, image=dict(type="str", required=True),
-                           image_id=dict(type="str", required=True),
+                           identity=dict(type="str", required=True),
                            docker_host=dict(type="str", default="unix:///var/run/docker.sock"),
                            load_timeout=dict(type="int", default=1800)),
         supports_check_mode=True,
@@ -112,8 +122,8 @@ def main():
     params = module.params
     host = params["host_label"] or socket.gethostname()
     wrong = hf_peer.peer_copy_problems(params)
-    if not re.match(r"^sha256:[0-9a-f]{64}$", params["image_id"]):
-        wrong.append("image_id must be sha256: and 64 lowercase hex digits")
+    if not re.match(r"^sha256:[0-9a-f]{64}$", params["identity"]):
+        wrong.append("identity must be sha256: and 64 lowercase hex digits (the image_identity filter's)")
     if not params["docker_host"].startswith("unix://"):
         wrong.append("docker_host must be a unix:// socket")
     if params["load_timeout"] < 1:
@@ -123,10 +133,11 @@ def main():
     docker_socket = image_load.socket_path(params["docker_host"])
     try:
         if module.check_mode:
-            have = image_load.image_id(docker_socket, params["image"], params["timeout"])
-            module.exit_json(changed=have != params["image_id"], image_id=have, bytes=0, attempts=0, seconds=0.0)
+            have = image_load.inspect_image(docker_socket, params["image"], params["timeout"])
+            module.exit_json(changed=have is None or image_load.identity(have) != params["identity"],
+                             image_id=have["Id"] if have else None, identity=params["identity"], bytes=0, attempts=0, seconds=0.0)
         result = hf_peer.load_image(params["url"], params["size"], params["sha256"], params["secret"], docker_socket,
-                                    params["image"], params["image_id"], timeout=params["timeout"], wait=params["wait"],
+                                    params["image"], params["identity"], timeout=params["timeout"], wait=params["wait"],
                                     attempts=params["attempts"], load_timeout=params["load_timeout"])
     except hf_peer.FetchError as err:
         module.fail_json(msg=problem("E_DOWNLOAD", host, err.what, FETCH_TODO), code="E_DOWNLOAD")

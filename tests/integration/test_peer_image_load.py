@@ -10,6 +10,7 @@ __metaclass__ = type
 import contextlib
 import hashlib
 import io
+import json
 import os
 import socket
 import subprocess
@@ -56,7 +57,7 @@ def docker(*args, **kwargs):
 @pytest.fixture(name="saved")
 def saved_fixture(tmp_path):
     """A small image (one file, made with docker import), saved to an archive and then removed from
-    the engine: (reference, id, archive path)."""
+    the engine: (reference, id, identity, archive path)."""
     if not os.path.exists(SOCKET) or docker("info", check=False).returncode != 0:
         pytest.fail("needs a running Docker engine (scripts/bootstrap.sh)")
     ref = "glm53-test/peer-load:%s" % uuid.uuid4().hex[:12]
@@ -67,30 +68,31 @@ def saved_fixture(tmp_path):
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
     subprocess.run(["docker", "import", "-", ref], input=layer.getvalue(), stdout=subprocess.DEVNULL, check=True, timeout=120)
-    image_id = docker("image", "inspect", "--format", "{{.Id}}", ref).stdout.strip()
+    inspected = json.loads(docker("image", "inspect", ref).stdout)[0]
+    image_id, identity = inspected["Id"], image_load.identity(inspected)
     archive = tmp_path / "image.tar"
     docker("save", "-o", str(archive), ref)
     docker("rmi", ref)
-    yield ref, image_id, archive
+    yield ref, image_id, identity, archive
     docker("rmi", "-f", ref, check=False)
 
 
-def test_the_served_archive_is_loaded_with_the_saved_id(saved, tmp_path):
-    ref, image_id, archive = saved
+def test_the_served_archive_is_loaded_with_the_saved_id_and_identity(saved, tmp_path):
+    ref, image_id, identity, archive = saved
     data = archive.read_bytes()
     with serving(tmp_path, archive) as (url, secret):
-        result = hf_peer.load_image(url, len(data), hashlib.sha256(data).hexdigest(), secret, SOCKET, ref, image_id)
-        again = hf_peer.load_image(url, len(data), hashlib.sha256(data).hexdigest(), secret, SOCKET, ref, image_id)
-    assert result["changed"] and result["image_id"] == image_id and ref in result["loaded"]
+        result = hf_peer.load_image(url, len(data), hashlib.sha256(data).hexdigest(), secret, SOCKET, ref, identity)
+        again = hf_peer.load_image(url, len(data), hashlib.sha256(data).hexdigest(), secret, SOCKET, ref, identity)
+    assert result["changed"] and result["image_id"] == image_id and result["identity"] == identity and ref in result["loaded"]
     assert docker("image", "inspect", "--format", "{{.Id}}", ref).stdout.strip() == image_id
     assert not again["changed"] and again["attempts"] == 0
 
 
 def test_bytes_that_are_not_the_expected_ones_load_nothing(saved, tmp_path):
-    ref, image_id, archive = saved
+    ref, image_id, identity, archive = saved
     data = archive.read_bytes()
     with serving(tmp_path, archive) as (url, secret):
         with pytest.raises(hf_peer.FetchError, match="expected"):
-            hf_peer.load_image(url, len(data), "0" * 64, secret, SOCKET, ref, image_id, attempts=1)
-    assert image_load.image_id(SOCKET, ref, 10) is None
+            hf_peer.load_image(url, len(data), "0" * 64, secret, SOCKET, ref, identity, attempts=1)
+    assert image_load.inspect_image(SOCKET, ref, 10) is None
     assert docker("image", "inspect", image_id, check=False).returncode != 0

@@ -2,7 +2,8 @@
 """The image archive a peer serves, streamed into the Docker Engine as it arrives (hf_peer.load_image,
 image_load): the engine gets a finished body only when the size and sha256 match, an unfinished one
 otherwise (which it discards); a broken transfer is fetched again; the engine's refusals, its errors
-after answering 200 and a loaded image with another id are failures of their own.
+after answering 200 and a loaded image of another identity are failures of their own. The identity
+holds across Docker's two image stores, where the id does not.
 
 The engine here is a stand-in on a unix socket, built from the Engine API's contract: POST
 /images/load takes the archive as the body (here chunked, RFC 9112) and answers a stream of JSON
@@ -28,6 +29,20 @@ from ansible_collections.glm53.tensorfold.tests.unit.plugins.module_utils.test_p
 
 REF = "glm53/tensorfold-native:3f2a9c1d"
 IMAGE_ID = "sha256:" + "5b" * 32
+LAYERS = ["sha256:" + "1a" * 32, "sha256:" + "2b" * 32]
+RUNS = {"Entrypoint": ["/opt/tensorfold/bin/tensorfold-runner"], "Env": ["PATH=/usr/local/sbin:/usr/bin"],
+        "WorkingDir": "/opt/tensorfold", "Labels": {"org.glm53.tag": "3f2a9c1d"}}
+# The image as the graphdriver store inspects it: its id is its configuration's digest.
+IMAGE = {"Id": IMAGE_ID, "RepoTags": [REF], "Os": "linux", "Architecture": "amd64",
+         "RootFS": {"Type": "layers", "Layers": LAYERS},
+         "Config": dict(RUNS, Hostname="", User="", Cmd=None, Volumes=None, OnBuild=None)}
+# The same image in the containerd store (Docker Engine 29's default on a fresh install): the id is
+# its manifest's digest, and the configuration's empty fields are left out rather than null.
+IMAGE_CONTAINERD = {"Id": "sha256:" + "9c" * 32, "RepoTags": [REF], "Os": "linux", "Architecture": "amd64",
+                    "Descriptor": {"mediaType": "application/vnd.oci.image.manifest.v1+json",
+                                   "digest": "sha256:" + "9c" * 32, "size": 1024},
+                    "RootFS": {"Type": "layers", "Layers": LAYERS}, "Config": dict(RUNS)}
+IDENTITY = image_load.identity(IMAGE)
 
 
 class UnixHTTPServer(ThreadingHTTPServer):
@@ -39,12 +54,14 @@ class UnixHTTPServer(ThreadingHTTPServer):
 
 
 class Engine:
-    """The Docker Engine stand-in. ``mode``: load (the archive's image gets ``loads_as``), refuse
-    (500 before reading the body), fail (200, then an error object), other_id (loads another id)."""
+    """The Docker Engine stand-in. ``mode``: load (the archive's image, as ``store`` inspects it),
+    refuse (500 before reading the body), fail (200, then an error object), other (loads an image
+    with another layer). ``have``: the images (inspections) it holds from the start."""
 
-    def __init__(self, tmp_path, mode="load", have=None):
+    def __init__(self, tmp_path, mode="load", have=None, store=None):
         self.path = str(tmp_path / "docker.sock")
         self.mode = mode
+        self.store = store or IMAGE
         self.images = dict(have or {})
         self.bodies = []     # finished bodies (loaded or failed)
         self.discarded = 0   # bodies that ended without their last chunk
@@ -68,7 +85,7 @@ class Engine:
                 name = self.path[len("/images/"):-len("/json")] if self.path.endswith("/json") else ""
                 name = name.replace("%2F", "/")
                 if name in engine.images:
-                    self._json(200, {"Id": engine.images[name], "RepoTags": [name]})
+                    self._json(200, engine.images[name])
                 else:
                     self._json(404, {"message": "No such image: %s" % name})
 
@@ -103,7 +120,8 @@ class Engine:
                 if engine.mode == "fail":
                     lines = [{"errorDetail": {"message": "archive/tar: invalid tar header"}, "error": "archive/tar: invalid tar header"}]
                 else:
-                    engine.images[REF] = IMAGE_ID if engine.mode == "load" else "sha256:" + "0f" * 32
+                    engine.images[REF] = engine.store if engine.mode == "load" else dict(
+                        IMAGE, Id="sha256:" + "0f" * 32, RootFS={"Type": "layers", "Layers": LAYERS + ["sha256:" + "3c" * 32]})
                     lines = [{"stream": "Loaded image: %s\n" % REF}]
                 out = b"".join(json.dumps(line).encode() + b"\r\n" for line in lines)
                 self.send_response(200)
@@ -141,12 +159,12 @@ def served_fixture(tmp_path):
 
 
 def load(served_url, engine, sha256=DIGEST, **kwargs):
-    return hf_peer.load_image(served_url, len(ARCHIVE), sha256, SECRET, engine.path, REF, IMAGE_ID, **kwargs)
+    return hf_peer.load_image(served_url, len(ARCHIVE), sha256, SECRET, engine.path, REF, IDENTITY, **kwargs)
 
 
 def test_the_archive_goes_whole_into_the_engine_and_a_second_run_leaves_it(served, engine):
     result = load(served.url, engine)
-    assert result["changed"] and result["image_id"] == IMAGE_ID and result["loaded"] == [REF]
+    assert result["changed"] and result["image_id"] == IMAGE_ID and result["identity"] == IDENTITY and result["loaded"] == [REF]
     assert result["bytes"] == len(ARCHIVE) and result["attempts"] == 1
     assert engine.bodies == [ARCHIVE] and engine.discarded == 0
     again = load(served.url, engine)
@@ -182,7 +200,7 @@ def test_a_transfer_that_breaks_off_is_dropped_and_fetched_again(tmp_path, engin
 @pytest.mark.parametrize("mode, said", [
     ("refuse", "the Docker Engine answered HTTP 500: write /var/lib/docker/tmp: no space left on device"),
     ("fail", "the Docker Engine could not load the image: archive/tar: invalid tar header"),
-    ("other_id", "after the load, %s names sha256:0f0f" % REF),
+    ("other", "after the load, %s names sha256:0f0f" % REF),
 ])
 def test_what_the_engine_says_against_the_load_is_a_load_error(tmp_path, served, mode, said):
     engine = Engine(tmp_path, mode=mode)
@@ -194,18 +212,46 @@ def test_what_the_engine_says_against_the_load_is_a_load_error(tmp_path, served,
     assert raised.value.what.startswith(said)
 
 
-def test_an_image_already_there_under_another_id_is_loaded_again(served, tmp_path):
-    engine = Engine(tmp_path, have={REF: "sha256:" + "aa" * 32})
+def test_another_image_under_the_tag_is_replaced(served, tmp_path):
+    engine = Engine(tmp_path, have={REF: dict(IMAGE, Id="sha256:" + "aa" * 32, Config=dict(RUNS, Env=["DEBUG=1"]))})
     try:
         result = load(served.url, engine)
     finally:
         engine.close()
-    assert result["changed"] and engine.images[REF] == IMAGE_ID
+    assert result["changed"] and engine.images[REF] == IMAGE
+
+
+def test_a_host_whose_docker_uses_the_containerd_store_takes_the_image_by_its_identity(served, tmp_path):
+    # Loaded there, the build host's image has another id: it is the same image all the same.
+    engine = Engine(tmp_path, store=IMAGE_CONTAINERD)
+    try:
+        result = load(served.url, engine)
+        again = load(served.url, engine)
+    finally:
+        engine.close()
+    assert result["changed"] and result["image_id"] == IMAGE_CONTAINERD["Id"] and result["identity"] == IDENTITY
+    assert not again["changed"] and len(engine.bodies) == 1
+
+
+def test_the_identity_is_the_layers_the_platform_and_how_the_image_runs():
+    assert image_load.identity(IMAGE) == image_load.identity(IMAGE_CONTAINERD) == IDENTITY
+    assert IDENTITY.startswith("sha256:") and len(IDENTITY) == 71
+    # An empty setting is absent, whichever way a store writes it.
+    assert image_load.identity(dict(IMAGE, Config=dict(RUNS, Cmd=[], Volumes={}, User=""))) == IDENTITY
+    changed = [dict(IMAGE, RootFS={"Type": "layers", "Layers": LAYERS[:1]}),
+               dict(IMAGE, RootFS={"Type": "layers", "Layers": list(reversed(LAYERS))}),
+               dict(IMAGE, Architecture="arm64"), dict(IMAGE, Variant="v8"),
+               dict(IMAGE, Config=dict(RUNS, Entrypoint=["/bin/sh"])), dict(IMAGE, Config=dict(RUNS, Cmd=["--serve"])),
+               dict(IMAGE, Config=dict(RUNS, Env=RUNS["Env"] + ["X=1"])), dict(IMAGE, Config=dict(RUNS, User="1000")),
+               dict(IMAGE, Config=dict(RUNS, WorkingDir="/")), dict(IMAGE, Config=dict(RUNS, Labels={}))]
+    assert len(set(image_load.identity(one) for one in changed) | {IDENTITY}) == len(changed) + 1
+    # What the build records about itself is not how the image runs.
+    assert image_load.identity(dict(IMAGE, Created="2026-12-05T10:00:00Z", Comment="buildkit.dockerfile.v0")) == IDENTITY
 
 
 def test_an_engine_that_is_not_there_is_an_os_error(served, tmp_path):
     with pytest.raises(OSError):
-        hf_peer.load_image(served.url, len(ARCHIVE), DIGEST, SECRET, str(tmp_path / "none.sock"), REF, IMAGE_ID)
+        hf_peer.load_image(served.url, len(ARCHIVE), DIGEST, SECRET, str(tmp_path / "none.sock"), REF, IDENTITY)
 
 
 def test_the_load_answer_names_what_was_loaded_or_the_error():
