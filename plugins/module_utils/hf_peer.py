@@ -416,16 +416,16 @@ def load_image(url, size, sha256, secret, docker_socket, ref, identity, timeout=
     (image_load.identity: the build host's, whichever image store either Docker uses). A host
     where ``ref`` already names one is left alone. Returns what happened; raises FetchError (the
     transfer) or image_load.LoadError (the engine, or the loaded image is another)."""
-    have = image_load.inspect_image(docker_socket, ref, timeout)
-    if have is not None and image_load.identity(have) == identity:
-        return {"changed": False, "bytes": 0, "attempts": 0, "seconds": 0.0, "image_id": have["Id"], "identity": identity}
+    have_id, have = image_load.named_image(docker_socket, ref, timeout)
+    if have == identity:
+        return {"changed": False, "bytes": 0, "attempts": 0, "seconds": 0.0, "image_id": have_id, "identity": identity}
     sink, result = _fetch_verified(url, size, sha256, secret, lambda: image_load.DockerLoad(docker_socket, load_timeout),
                                    timeout, wait, attempts, clock, sleep)
     names = sink.commit()
-    now = image_load.inspect_image(docker_socket, ref, timeout)
-    if now is None or image_load.identity(now) != identity:
+    now_id, now = image_load.named_image(docker_socket, ref, timeout)
+    if now != identity:
         raise image_load.LoadError("after the load, %s names %s, not the image the archive was made from (identity %s, "
                                    "its layers and run settings; found %s); the load named %s"
-                                   % (ref, now["Id"] if now else "no image", identity[7:19],
-                                      image_load.identity(now)[7:19] if now else "none", ", ".join(names) or "nothing"))
-    return dict(result, changed=True, image_id=now["Id"], identity=identity, loaded=names)
+                                   % (ref, now_id or "no image", identity[7:19], now[7:19] if now else "none",
+                                      ", ".join(names) or "nothing"))
+    return dict(result, changed=True, image_id=now_id, identity=identity, loaded=names)

@@ -196,3 +196,9 @@ def inspect_image(path, ref, timeout):
     except ValueError:
         pass
     raise LoadError("the Docker Engine's answer about %s is no image inspection" % ref)
+
+
+def named_image(path, ref, timeout):
+    """The id and the identity of the image ``ref`` names in the engine at ``path``: (None, None) when none."""
+    found = inspect_image(path, ref, timeout)
+    return (found["Id"], identity(found)) if found else (None, None)

@@ -133,9 +133,9 @@ def main():
     docker_socket = image_load.socket_path(params["docker_host"])
     try:
         if module.check_mode:
-            have = image_load.inspect_image(docker_socket, params["image"], params["timeout"])
-            module.exit_json(changed=have is None or image_load.identity(have) != params["identity"],
-                             image_id=have["Id"] if have else None, identity=params["identity"], bytes=0, attempts=0, seconds=0.0)
+            have_id, have = image_load.named_image(docker_socket, params["image"], params["timeout"])
+            module.exit_json(changed=have != params["identity"], image_id=have_id, identity=params["identity"],
+                             bytes=0, attempts=0, seconds=0.0)
         result = hf_peer.load_image(params["url"], params["size"], params["sha256"], params["secret"], docker_socket,
                                     params["image"], params["identity"], timeout=params["timeout"], wait=params["wait"],
                                     attempts=params["attempts"], load_timeout=params["load_timeout"])
