@@ -303,6 +303,13 @@ if [ -z "$ended_pid" ]; then
 fi
 if [ "$ended_pid" = "$RANK1_PID" ]; then ended=1; other=$RANK0_PID; else ended=0; other=$RANK1_PID; fi
 link_closed() { [ "$1" = 0 ] || [ "$1" = 3 ]; }
+# A rank exits 0 or 3 when the other's control link closes. The other rank's own end can reach
+# this script a moment after that exit (its socket closes before the kernel reports its end), so
+# it gets 5 s to end before the first status is taken as the first rank's.
+waited=0
+if link_closed "$first"; then
+  while [ "$waited" -lt 50 ] && kill -0 "$other" 2>/dev/null; do sleep 0.1; waited=$((waited + 1)); done
+fi
 if ! kill -0 "$other" 2>/dev/null; then
   wait "$other"
   then=$?
@@ -314,11 +321,13 @@ if ! kill -0 "$other" 2>/dev/null; then
   exit "$then"
 fi
 # One rank ended: the engine has no reconnect, so the other goes too. It normally notices the
-# closed control link and exits by itself; a stop signal after 5 s covers a hung rank.
+# closed control link and exits by itself; a stop signal after 5 s (counting the wait above)
+# covers a hung rank.
 echo "runner: rank $ended exited with status $first; stopping the other rank" >>"$LOG_DIR/rank$ended.log"
+term_at=$(( waited >= 50 ? 1 : 5 ))
 for second in $(seq 1 25); do
   kill -0 "$other" 2>/dev/null || break
-  [ "$second" = 5 ] && kill -TERM "$other" 2>/dev/null
+  [ "$second" = "$term_at" ] && kill -TERM "$other" 2>/dev/null
   sleep 1
 done
 kill -KILL "$other" 2>/dev/null
