@@ -21,6 +21,7 @@ import re
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem, record
 from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi import (
+    driver_failure,
     gpu_fault,
     p2p_finding,
     version_at_least,
@@ -144,7 +145,13 @@ def _gpus(host, observed, expect, problems):
     """GPU count, model and indices; returns the selected GPU dicts (empty when unreadable)."""
     info = observed.get("gpu_info") or {}
     if info.get("failed") or "gpus" not in info:
-        problems.append(record("E_GPU", host, "could not read the GPUs: %s" % (info.get("msg") or "gpu_info gave no answer")))
+        said = info.get("msg") or "gpu_info gave no answer"
+        # A driver that cannot be used fails every nvidia-smi call: that is the driver's problem.
+        driver = driver_failure(info.get("rc"), info.get("stdout"), info.get("stderr") or said) if info else None
+        if driver:
+            problems.append(record("E_DRIVER", host, "could not read the GPUs: %s: %s" % (driver[0], said), driver[1]))
+        else:
+            problems.append(record("E_GPU", host, "could not read the GPUs: %s" % said))
         return []
     gpus = info["gpus"]
     want = expect.get("gpu_count", 2)
@@ -162,7 +169,14 @@ def _gpus(host, observed, expect, problems):
             pci_bus_id=lost.get("pci_bus_id")))
     pattern = expect.get("model_pattern") or ""
     for gpu in selected:
-        if not re.search(pattern, gpu.get("name") or ""):
+        if gpu.get("name") is None:
+            if not gpu_fault(gpu):  # a GPU that needs a reset or is lost is said below
+                problems.append(record(
+                    "E_GPU", host, "GPU %d's name cannot be read (nvidia-smi prints %s)"
+                    % (gpu["index"], (gpu.get("placeholders") or {}).get("name", "nothing")),
+                    "Check the card: nvidia-smi -q -i %d shows what the driver can read of it." % gpu["index"],
+                    gpu=gpu["index"]))
+        elif not re.search(pattern, gpu["name"]):
             problems.append(record("E_GPU", host, "GPU %d is %s, not a card matching '%s'"
                                    % (gpu["index"], gpu.get("name"), pattern), gpu=gpu["index"]))
         _gpu_state(host, gpu, problems)

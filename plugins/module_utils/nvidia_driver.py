@@ -16,6 +16,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi import driver_failure
+
 _DRIVER_VERSION = re.compile(r"^\d+(\.\d+)+$")
 
 
@@ -79,8 +81,20 @@ def driver_problem(smi, rc, out, err, kernel_version, minimum):
     versions = driver_versions(out)
     if not versions:
         said = " ".join(part for part in ((err or "").strip(), (out or "").strip()) if part)
-        return ("nvidia-smi did not report a driver (exit %s: %s)" % (rc, " ".join(said.split()) or "no output"),
-                None)
+        what = "nvidia-smi did not report a driver (exit %s: %s)" % (rc, " ".join(said.split()) or "no output")
+        known = driver_failure(rc, out, err)
+        todo = None
+        if known:
+            what, todo = "%s: %s" % (what, known[0]), known[1]
+        elif rc == 6 and kernel_version is not None:
+            todo = ("Check that the cards are seated and powered and that the driver took them (lspci -k names the "
+                    "driver in use; dmesg shows the driver's messages), then run again.")
+        if kernel_version is not None:
+            what += "; the loaded kernel driver is %s" % kernel_version
+            if older_than(kernel_version, minimum):
+                what += ", older than %s, the first driver for CUDA 13" % minimum
+                todo = None  # the usual advice: install a driver for CUDA 13
+        return what, todo
     old = [version for version in versions if older_than(version, minimum)]
     if old:
         return "driver %s is older than %s, the first driver for CUDA 13" % (old[0], minimum), None

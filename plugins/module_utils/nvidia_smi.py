@@ -12,7 +12,10 @@ the unit tests can feed them real recordings. Accepted shapes (all seen on real 
   ``[Not Supported]``, ``[Unknown Error]``, ``[GPU requires reset]``...) reads as None; parse_gpus
   keeps its text in the GPU's ``placeholders``.
 - ``Unable to determine the device handle for GPU0000:41:00.0: Unknown Error`` among the rows (exit
-  0): a GPU the driver cannot reach; parse_gpu_answer returns it apart, the other rows still read.
+  0, or 15 for a GPU fallen off the bus): a GPU the driver cannot reach; parse_gpu_answer returns it
+  apart, the other rows still read.
+- nvidia-smi's failures that are the driver's (not loaded, NVML library missing, library and kernel
+  module of different versions): driver_failure tells them from a card's.
 - ``--query-compute-apps=FIELDS`` the same way; an idle GPU prints the header alone (or nothing).
 - ``topo -p2p r|w|n|a|p`` matrices: the header row wrapped in ANSI underline escapes, columns
   split by tabs or runs of spaces, an optional ``P2P Connectivity Matrix`` title, a legend.
@@ -71,10 +74,13 @@ P2P_STATUSES = {
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _UNIT_IN_HEADER = re.compile(r"\s*\[[^\]]*\]\s*$")
-_VALUE_WITH_UNIT = re.compile(r"^([-+]?[0-9]+(?:\.[0-9]+)?)\s*(?:MiB|GiB|KiB|W|%|MHz|C)?$")
+_VALUE_WITH_UNIT = re.compile(r"^([-+]?[0-9]+(?:\.[0-9]+)?)\s*(MiB|GiB|KiB|W|%|MHz|C)?$")
+# Memory read in another unit than MiB is brought to MiB (the parsers' keys say _mib).
+_TO_MIB = {"GiB": 1024, "KiB": 1.0 / 1024}
 _GPU_LABEL = re.compile(r"^GPU(\d+)$")
 _CUDA_VERSION = re.compile(r"CUDA(?:\s+UMD)?\s+Version\s*:\s*([0-9]+(?:\.[0-9]+)*)", re.IGNORECASE)
-# A GPU the driver cannot reach: nvidia-smi prints this on stdout among the good rows and exits 0.
+# A GPU the driver cannot reach: nvidia-smi prints this on stdout among the good rows (exit 0, or
+# 15 "GPU has fallen off the bus" and the like: read_gpu_info reads the rows either way).
 _DEVICE_ERROR = re.compile(
     r"^\s*Unable to (?:determine|get) the device handle for (?:GPU\s*)?"
     r"([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-9A-Fa-f]+)\s*:?\s*(.*?)\s*$", re.IGNORECASE)
@@ -100,7 +106,8 @@ def is_missing(value):
 
 
 def to_number(value):
-    """``"143771 MiB"`` -> 143771, ``"700.00 W"`` -> 700.0, ``"[N/A]"`` -> None.
+    """``"143771 MiB"`` -> 143771, ``"700.00 W"`` -> 700.0, ``"[N/A]"`` -> None; memory in GiB or
+    KiB comes back in MiB (``"95.5 GiB"`` -> 97792).
 
     Integers stay int; anything with a decimal point becomes float. Raises NvidiaSmiParseError
     for text that is neither a number nor a placeholder.
@@ -110,8 +117,12 @@ def to_number(value):
     match = _VALUE_WITH_UNIT.match(value.strip())
     if not match:
         raise NvidiaSmiParseError("not a number: %r" % value)
-    number = match.group(1)
-    return float(number) if "." in number else int(number)
+    number, unit = match.group(1), match.group(2)
+    value = float(number) if "." in number else int(number)
+    if unit in _TO_MIB:
+        value = value * _TO_MIB[unit]
+        value = int(value) if float(value).is_integer() else value
+    return value
 
 
 def to_text(value):
@@ -393,12 +404,39 @@ def version_at_least(version, minimum):
     return bool(have) and have >= version_tuple(minimum)
 
 
+# nvidia-smi's failures that are the driver's, not a card's: (exit status, words it prints, what
+# that means, what to do). Exit statuses from nvidia-smi's manual; either the status or the words
+# is enough (a wrapper may change the status).
+DRIVER_FAILURES = (
+    (9, "couldn't communicate with the nvidia driver", "the NVIDIA driver is not loaded",
+     "Load it (modprobe nvidia) or install the driver for the running kernel (DKMS builds it for each kernel), "
+     "then run again."),
+    (12, "libnvidia-ml.so", "nvidia-smi cannot find the driver's NVML library (libnvidia-ml.so.1)",
+     "Install the driver's utilities and libraries of the loaded driver's version, then run again."),
+    (18, "driver/library version mismatch",
+     "the driver's libraries and the loaded kernel module are of different versions (a driver upgrade "
+     "without a reboot)", "Reboot the host so that the upgraded driver's kernel module loads, then run again."),
+)
+
+
+def driver_failure(rc, out, err):
+    """``(what, todo)`` when a failed nvidia-smi call says the driver itself cannot be used (not
+    loaded, its library missing, library and kernel module of different versions), else None."""
+    said = " ".join(("%s %s" % (err or "", out or "")).split()).lower()
+    for status, words, what, todo in DRIVER_FAILURES:
+        if rc == status or words in said:
+            return what, todo
+    return None
+
+
 def command_failure(args, rc, out, err):
     """A one-line account of a failed nvidia-smi call: the command, its exit status, its words."""
     said = " ".join((err or "").split()) or " ".join((out or "").split()) or "no output"
     hint = ""
-    if rc == 6:
-        hint = " (exit 6: no GPU matched the selection)"
-    elif rc == 9:
-        hint = " (exit 9: the NVIDIA driver is not loaded)"
+    known = driver_failure(rc, out, err)
+    if known:
+        hint = " (exit %s: %s)" % (rc, known[0])
+    elif rc == 6:
+        selected = any(arg in ("-i", "--id") or arg.startswith("--id=") for arg in args)
+        hint = " (exit 6: %s)" % ("no GPU matched the selection" if selected else "the driver sees no GPU")
     return "%s failed with exit status %s%s: %s" % (" ".join(args), rc, hint, said)

@@ -95,6 +95,41 @@ def run_nvidia_smi(module, binary, args, answers=None):
     return out
 
 
+def _warning_line(line):
+    return line.strip().upper().startswith("WARNING:")
+
+
+def read_rows(module, binary, args, parse, answers=None):
+    """``parse`` of what ``binary args...`` printed (a --query answer). nvidia-smi's exit status is
+    not all or nothing: with a GPU fallen off the bus (exit 15) it still prints the rows of the GPUs
+    it reached and a line for the one it could not, and with a corrupted infoROM (14) every row and
+    a ``WARNING:`` line. Such an answer is read, with a warning; ``WARNING:`` lines become warnings
+    (they are no rows). A failure of the driver itself, or one that printed no row, fails the module
+    as run_nvidia_smi does. NvidiaSmiParseError comes from an answer of exit 0 that cannot be read."""
+    argv = [binary] + list(args)
+    rc, out, err = _answer(module, argv, answers)
+    lines = (out or "").splitlines()
+    for line in lines:
+        if _warning_line(line):
+            module.warn("nvidia-smi %s: %s" % (args[0].split("=")[0], line.strip()))
+    text = "\n".join(line for line in lines if not _warning_line(line))
+    if rc == 0:
+        return parse(text)
+    parsed = None
+    if smi.driver_failure(rc, out, err) is None:
+        try:
+            parsed = parse(text)
+        except smi.NvidiaSmiParseError:
+            parsed = None
+    rows = parsed.get("gpus") if isinstance(parsed, dict) else parsed
+    if parsed is None or not (rows or smi.split_device_errors(text)[1]):
+        module.fail_json(msg=command_failure(["nvidia-smi"] + list(args), rc, out, err),
+                         rc=rc, stdout=out, stderr=err, cmd=argv)
+    module.warn("nvidia-smi %s exited with status %s; what it printed is read (%s)"
+                % (args[0].split("=")[0], rc, " ".join((err or "").split()) or "no message"))
+    return parsed
+
+
 # Peer-to-peer read and write status between every pair of GPUs.
 P2P_QUERIES = (["topo", "-p2p", "r"], ["topo", "-p2p", "w"])
 
@@ -151,8 +186,8 @@ def read_gpu_info(module, nvidia_smi=None, gpus=None, p2p_gpus=None):
     app_query = ["--query-compute-apps=" + ",".join(smi.APP_QUERY_FIELDS), "--format=csv,noheader,nounits"]
     answers = ask_at_once(module, binary, [gpu_query, app_query, ["--version"]] + (list(P2P_QUERIES) if p2p_gpus else []))
     try:
-        answer = smi.parse_gpu_answer(run_nvidia_smi(module, binary, gpu_query, answers))
-        apps = smi.parse_compute_apps(run_nvidia_smi(module, binary, app_query, answers))
+        answer = read_rows(module, binary, gpu_query, smi.parse_gpu_answer, answers)
+        apps = read_rows(module, binary, app_query, smi.parse_compute_apps, answers)
     except smi.NvidiaSmiParseError as err:
         module.fail_json(msg="could not read nvidia-smi's answer: %s" % err)
     found, unreachable = answer["gpus"], answer["unreachable"]

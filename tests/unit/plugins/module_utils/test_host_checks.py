@@ -296,6 +296,33 @@ def test_a_checked_gpu_that_needs_a_reset_or_is_lost_is_e_gpu_and_an_unchecked_o
     assert host_problems("h", with_gpus(gpu(0), gpu(1), broken(2)), EXPECT) == []
 
 
+def test_a_checked_gpu_whose_name_cannot_be_read_says_so_not_that_it_is_another_card():
+    unknown = {"name": "[Unknown Error]"}
+    problems = host_problems("h", with_gpus(gpu(0), gpu(1, name=None, placeholders=unknown)), EXPECT)
+    assert codes(problems) == ["E_GPU"] and problems[0]["gpu"] == 1
+    assert problems[0]["message"] == (
+        "[E_GPU] h: GPU 1's name cannot be read (nvidia-smi prints [Unknown Error]). Check the card: "
+        "nvidia-smi -q -i 1 shows what the driver can read of it.")
+    reset = {"name": "[GPU requires reset]"}
+    problems = host_problems("h", with_gpus(gpu(0), gpu(1, name=None, placeholders=reset)), EXPECT)
+    assert codes(problems) == ["E_GPU"] and "needs a reset" in problems[0]["message"]  # one problem, not two
+
+
+@pytest.mark.parametrize("rc,out,err,words", [
+    (18, "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 580.82", "",
+     "Reboot the host so that the upgraded driver's kernel module loads"),
+    (9, "", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.", "modprobe nvidia"),
+    (None, None, None, "modprobe nvidia"),  # only the message came through (its words are enough)
+])
+def test_a_driver_that_cannot_be_used_is_e_driver_with_its_own_advice(rc, out, err, words):
+    said = "nvidia-smi --query-gpu=... failed with exit status %s: %s" % (
+        rc, err or out or "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")
+    failed = dict({"failed": True, "msg": said}, **({"rc": rc, "stdout": out, "stderr": err} if rc else {}))
+    problems = host_problems("h", observed(gpu_info=failed, peer={"skipped": True}), EXPECT)
+    assert codes(problems) == ["E_DRIVER"]
+    assert words in problems[0]["message"] and "tensorfold_gpus" not in problems[0]["message"]
+
+
 def test_mig_enabled_on_a_checked_gpu_is_e_gpu_with_how_to_turn_it_off():
     problems = host_problems("h", with_gpus(gpu(0, mig=None), gpu(1, mig="Enabled"), gpu(2, mig="Enabled")), EXPECT)
     assert codes(problems) == ["E_GPU"] and problems[0]["gpu"] == 1

@@ -74,3 +74,23 @@ def test_an_nvidia_smi_that_cannot_run_with_a_loaded_old_driver_names_both():
 def test_no_nvidia_smi_and_no_kernel_module_is_no_driver():
     assert nvidia_driver.driver_problem(None, None, "", "", None, "580") == (
         "nvidia-smi cannot be run here: no NVIDIA driver is installed", None)
+
+
+MISMATCH = "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 580.82\n"
+
+
+def test_a_driver_library_mismatch_says_reboot_not_install():
+    what, todo = nvidia_driver.driver_problem("/usr/bin/nvidia-smi", 18, MISMATCH, "", "575.57.08", "580")
+    assert what.startswith("nvidia-smi did not report a driver (exit 18: Failed to initialize NVML")
+    assert "different versions" in what and "the loaded kernel driver is 575.57.08, older than 580" in what
+    assert todo is None  # the loaded module is too old as well: the usual advice (install one for CUDA 13)
+    what, todo = nvidia_driver.driver_problem("/usr/bin/nvidia-smi", 18, MISMATCH, "", "580.82.07", "580")
+    assert todo.startswith("Reboot the host") and what.endswith("the loaded kernel driver is 580.82.07")
+
+
+def test_no_gpu_seen_with_a_current_kernel_driver_is_not_told_to_install_a_driver():
+    what, todo = nvidia_driver.driver_problem("/usr/bin/nvidia-smi", 6, "No devices were found\n", "", "580.65.06", "580")
+    assert what == ("nvidia-smi did not report a driver (exit 6: No devices were found); the loaded kernel driver "
+                    "is 580.65.06")
+    assert "lspci -k" in todo
+    assert nvidia_driver.driver_problem("/usr/bin/nvidia-smi", 6, "No devices were found\n", "", None, "580")[1] is None

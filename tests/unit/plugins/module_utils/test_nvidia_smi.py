@@ -283,6 +283,35 @@ def test_failure_text_carries_command_exit_status_and_message():
     text = smi.command_failure(["nvidia-smi", "-i", "7"], 6, recorded("bad_index"), "")
     assert text == "nvidia-smi -i 7 failed with exit status 6 (exit 6: no GPU matched the selection): No devices were found"
     assert "is not a valid field" in smi.command_failure(["nvidia-smi"], 2, recorded("bad_field"), "")
+    # No selection: exit 6 means the driver sees no GPU at all.
+    assert smi.command_failure(["nvidia-smi", "--query-gpu=name"], 6, "No devices were found", "") == (
+        "nvidia-smi --query-gpu=name failed with exit status 6 (exit 6: the driver sees no GPU): No devices were found")
+
+
+@pytest.mark.parametrize("rc,out,err,what", [
+    (18, "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 580.82", "",
+     "different versions"),
+    (255, "Failed to initialize NVML: Driver/library version mismatch", "", "different versions"),  # the words alone
+    (9, "", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.", "not loaded"),
+    (12, "NVIDIA-SMI couldn't find libnvidia-ml.so library in your system.", "", "NVML library"),
+])
+def test_driver_failures_are_told_apart_from_card_failures(rc, out, err, what):
+    assert what in smi.driver_failure(rc, out, err)[0]
+    assert what in smi.command_failure(["nvidia-smi"], rc, out, err)
+
+
+LOST_LINE = "Unable to determine the device handle for GPU0000:41:00.0: GPU is lost"
+
+
+@pytest.mark.parametrize("rc,out", [(6, "No devices were found"), (15, LOST_LINE), (2, "")])
+def test_card_failures_are_no_driver_failure(rc, out):
+    assert smi.driver_failure(rc, out, "") is None
+
+
+@pytest.mark.parametrize("value,mib", [("97887 MiB", 97887), ("95.59 GiB", 97884.16), ("96 GiB", 98304),
+                                       ("1048576 KiB", 1024), ("12", 12)])
+def test_memory_in_another_unit_reads_in_mib(value, mib):
+    assert smi.to_number(value) == pytest.approx(mib)
 
 
 @pytest.mark.parametrize("name", ["gpu_info_query_mig", "gpu_info_query_mig_nh"])

@@ -231,3 +231,55 @@ def test_read_cards_asks_nvidia_smi_once_and_gives_up_quietly():
     failing = (9, "", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")
     assert read_cards(Host("/usr/bin/nvidia-smi", failing)) == []
     assert read_cards(Host("/usr/bin/nvidia-smi", (0, "garbage, here\n", ""))) == []
+
+
+LOST = "Unable to determine the device handle for GPU0000:41:00.0: Unknown Error\n"
+
+
+@pytest.mark.parametrize("rc", [0, 15])
+def test_a_lost_gpu_is_read_apart_whatever_the_exit_status(rc):
+    # nvidia-smi's manual: 15, "GPU has fallen off the bus"; the good rows are printed all the same.
+    good = recording("gpu_info_query_mig_nh")[2]
+    answers = gpu_reads()
+    answers[0] = (answers[0][0], rc, good + LOST, "")
+    module = Warned(answers)
+    info = read_gpu_info(module)
+    assert [g["index"] for g in info["gpus"]] == [0] and info["driver_version"] == "580.159.04"
+    assert info["unreachable"] == [{"pci_bus_id": "0000:41:00.0", "error": "Unknown Error"}]
+    status = [w for w in module.warnings if "exited with status" in w]
+    assert status == (["nvidia-smi --query-gpu exited with status 15; what it printed is read (no message)"] if rc else [])
+
+
+def test_a_corrupted_inforom_warning_is_a_warning_and_the_rows_still_read():
+    good = recording("gpu_info_query_mig_nh")[2]
+    answers = gpu_reads()
+    answers[0] = (answers[0][0], 14, "WARNING: infoROM is corrupted at gpu 0000:00:06.0\n" + good, "")
+    module = Warned(answers)
+    info = read_gpu_info(module)
+    assert info["gpus"][0]["name"] == "NVIDIA H200"
+    assert "nvidia-smi --query-gpu: WARNING: infoROM is corrupted at gpu 0000:00:06.0" in module.warnings
+
+
+@pytest.mark.parametrize("rc,out,err,said", [
+    (18, "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 580.82\n", "",
+     "exit 18: the driver's libraries and the loaded kernel module are of different versions"),
+    (9, "", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.",
+     "exit 9: the NVIDIA driver is not loaded"),
+    (15, "", "", "failed with exit status 15: no output"),  # nothing printed: nothing to read
+    (15, "garbage\n", "", "failed with exit status 15: garbage"),
+])
+def test_a_failed_gpu_query_without_rows_to_read_fails_with_its_cause(rc, out, err, said):
+    answers = gpu_reads()
+    answers[0] = (answers[0][0], rc, out, err)
+    module = Warned(answers)
+    with pytest.raises(Failed):
+        read_gpu_info(module)
+    assert said in module.failure["msg"] and module.failure["rc"] == rc
+
+
+def test_a_failed_compute_apps_query_with_only_a_lost_gpu_line_reads_as_no_process():
+    answers = gpu_reads()
+    apps = answers[1][0]
+    answers[1] = (apps, 15, LOST, "")
+    info = read_gpu_info(Warned(answers))
+    assert info["gpus"][0]["processes"] == []
