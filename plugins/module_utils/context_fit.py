@@ -254,6 +254,17 @@ def budget(reason):
     return None
 
 
+# The runner's first line of each start, in both rank logs (engine_args.RUNNER).
+_RUN_START = re.compile(r"^runner: \S+ starting rank 1 and rank 0\b.*$", re.MULTILINE)
+
+
+def latest_run(text):
+    """The part of one rank log the last start wrote: the runner appends each start's lines to the
+    same file, and an earlier start's refusal or startup line is not this one's."""
+    starts = list(_RUN_START.finditer(text or ""))
+    return text[starts[-1].start():] if starts else (text or "")
+
+
 def analyse(text, requested_context, parallel="auto", kv_pages=True, page_rows=512):
     """Read a rank log (or both) and say whether the engine refused the window, and what fits.
 

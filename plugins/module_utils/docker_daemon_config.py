@@ -18,6 +18,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import math
 import re
 from json.decoder import scanstring
 
@@ -119,10 +120,26 @@ def _reject_constant(name):
     raise DaemonConfigError("not valid JSON: %s is not a JSON value (dockerd refuses it)" % name)
 
 
+def _in_range(kind):
+    """A number reader that refuses what a float64 cannot hold (dockerd's Go JSON reader reads every
+    number of the file so, and refuses ``1e400`` where Python reads infinity or a long integer)."""
+    def read(literal):
+        try:
+            inside = not math.isinf(float(literal))
+        except OverflowError:
+            inside = False
+        if not inside:
+            raise DaemonConfigError("not valid JSON for dockerd: the number %s is out of range" % literal[:40])
+        return kind(literal)
+    return read
+
+
 def _parse(text):
-    """The document; NaN and Infinity, which Python accepts and dockerd does not, are refused."""
+    """The document; NaN, Infinity and numbers out of a float64's range, which Python accepts and
+    dockerd does not, are refused."""
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_in_range(float),
+                          parse_int=_in_range(int))
     except DaemonConfigError:
         raise
     except ValueError as exc:

@@ -259,7 +259,10 @@ if [ "${1:-}" = "--argument-check" ]; then
   exec "$ENGINE" serve %(check_model)s "${BOTH[@]}" "${RANK0[@]}"
 fi
 
-echo "runner: $(date -u +%%FT%%TZ) starting rank 1 and rank 0 (window %(context)s)" >>"$LOG_DIR/rank0.log"
+# Both logs get the line: each is appended to across runs, and a reader takes the last run from it.
+started="runner: $(date -u +%%FT%%TZ) starting rank 1 and rank 0 (window %(context)s)"
+echo "$started" >>"$LOG_DIR/rank1.log"
+echo "$started" >>"$LOG_DIR/rank0.log"
 
 "$ENGINE" serve %(model)s "${BOTH[@]}" "${RANK1[@]}" >>"$LOG_DIR/rank1.log" 2>&1 &
 RANK1_PID=$!

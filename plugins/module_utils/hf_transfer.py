@@ -41,6 +41,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -387,6 +388,19 @@ class PlainResponse:
             self.conn = None
 
 
+def served_size(status, headers):
+    """The whole file's size a GET's answer gives: ``Content-Range``'s total of a 206 or a 416
+    (``bytes 0-99/2048``, ``bytes */2048``), a 200's ``Content-Length`` when its body is not
+    encoded; None when it says none."""
+    if status in (206, 416):
+        match = re.match(r"^\s*bytes\s+(?:\d+-\d+|\*)/(\d+)\s*$", headers.get("Content-Range") or "")
+        return int(match.group(1)) if match else None
+    if status == 200 and (headers.get("Content-Encoding") or "identity").strip().lower() == "identity":
+        length = (headers.get("Content-Length") or "").strip()
+        return int(length) if length.isdigit() else None
+    return None
+
+
 def session_pieces(resp, most=READ_BLOCK):
     """The session's body blocks as they came off the socket (no re-chunking copy), in lists of
     about READ_BLOCK (at most ``most``) bytes; decoded only when a server compressed them despite the identity request."""
@@ -510,14 +524,31 @@ class Snapshot:
             raise SnapshotError("E_HF_TOKEN", "%s: %s" % (self.repo_id, problem))
 
     def _hub_call(self, need, func, *args, **kwargs):
-        self._before_request(need)
-        self.hub_requests += 1
-        try:
-            return func(*args, **kwargs)
-        except SnapshotError:
-            raise
-        except Exception as exc:  # pylint: disable=broad-except  # every library/transport failure is coded
-            raise self._classify(exc)
+        """One Hub API request; a busy answer (429/5xx) is asked again after the same capped pauses
+        as a file's (hf_plan.busy_pause), so no reply's Retry-After holds the run longer."""
+        pauses = [0, 0.0]
+        while True:
+            self._before_request(need)
+            self.hub_requests += 1
+            try:
+                return func(*args, **kwargs)
+            except Exception as exc:  # pylint: disable=broad-except  # every library/transport failure is coded
+                err = exc if isinstance(exc, SnapshotError) else self._classify(exc)
+            self._pause_if_busy(err, pauses)
+
+    @staticmethod
+    def _pause_if_busy(err, pauses):
+        """Wait before asking a busy server again (``pauses``: [pauses so far, seconds of them], kept
+        up to date); raise ``err`` when it is not a busy answer, or with the count when the pauses
+        are spent (hf_plan.busy_pause)."""
+        if not getattr(err, "busy", False):
+            raise err
+        pause = hf_plan.busy_pause(pauses[0], err.retry_after, pauses[1])
+        if pause is None:
+            raise SnapshotError(err.code, "%s (%d attempts, %d s of pauses)" % (err.what, pauses[0] + 1, pauses[1]))
+        pauses[0] += 1
+        pauses[1] += pause
+        busy_sleep(pause)
 
     # --- listing --------------------------------------------------------------------------------
     def resolve_commit(self):
@@ -548,21 +579,7 @@ class Snapshot:
             # file list the Hub would give, with no request.
             entries = given["entries"]
         else:
-            api = self.hub()[2]
-
-            def fetch():
-                found = []
-                for item in api.list_repo_tree(self.repo_id, revision=commit, recursive=True):
-                    if not hasattr(item, "blob_id"):
-                        continue
-                    entry = {"type": "file", "path": item.path, "size": item.size, "oid": item.blob_id}
-                    if item.lfs is not None:
-                        entry["lfs"] = {"oid": item.lfs.sha256, "size": item.lfs.size,
-                                        "pointerSize": item.lfs.pointer_size}
-                    found.append(entry)
-                return found
-
-            entries = self._hub_call("its listing is not in %s" % self.state_dir, fetch)
+            entries = self._ask_listing(commit)
         if not self.check_mode:
             record = (path, {"repo_id": self.repo_id, "commit": commit, "entries": entries})
             if self.in_run:
@@ -570,6 +587,35 @@ class Snapshot:
             else:
                 _write_json(*record)
         return entries
+
+    def _ask_listing(self, commit):
+        """The Hub's file list at ``commit``, page by page (``Link: <...>; rel="next"``), each page one
+        request through huggingface_hub's session with its headers and error types. Not HfApi's
+        list_repo_tree: that one asks a busy Hub again after whatever pause the reply names
+        (Retry-After: 3600 is an hour, five times), where _hub_call's pauses are capped."""
+        hf_utils = self.hub()[1]
+        url = "%s/api/models/%s/tree/%s" % (self.endpoint, self.repo_id, quote(commit, safe=""))
+        params = {"recursive": "true", "expand": "false"}
+        found = []
+
+        def page(url, params):
+            headers = hf_utils.build_hf_headers(token=self.token or False)
+            resp = hf_utils.get_session().get(url, headers=headers, params=params, timeout=60)
+            hf_utils.hf_raise_for_status(resp)
+            return resp.json(), (resp.links.get("next") or {}).get("url")
+
+        while url:
+            items, url = self._hub_call("its listing is not in %s" % self.state_dir, page, url, params)
+            params = None  # a next link carries its own query
+            for item in items:
+                if item.get("type") != "file":
+                    continue
+                entry = {"type": "file", "path": item["path"], "size": item["size"], "oid": item["oid"]}
+                lfs = item.get("lfs")
+                if lfs:
+                    entry["lfs"] = {"oid": lfs["oid"], "size": lfs["size"], "pointerSize": lfs.get("pointerSize")}
+                found.append(entry)
+        return found
 
     # --- local state ----------------------------------------------------------------------------
     def _partial_paths(self, commit, spec):
@@ -689,8 +735,8 @@ class Snapshot:
         is asked again after a pause (hf_plan.busy_pause); a wrong checksum fetches the file once more."""
         part, rec_path = self._partial_paths(commit, spec)
         final = os.path.join(self.local_dir, spec["path"])
-        cuts = busy = wrong = 0
-        waited = 0.0
+        cuts = wrong = 0
+        pauses = [0, 0.0]  # a busy server's pauses for this file: how many, how long in all
         counted = {"done": 0, "first": None}  # this file's bytes in this run's progress, where it began
         while True:
             offset = self._partial_offset(commit, spec)
@@ -718,17 +764,13 @@ class Snapshot:
                 try:
                     got, hasher = self._stream(commit, spec, fd, hasher, offset, rec_path, progress, counted)
                 except SnapshotError as err:
+                    if getattr(err, "other_bytes", False):
+                        self._drop_partial(part, rec_path)  # a rerun starts the file over
+                        raise
                     if getattr(err, "transient", False) and cuts + 1 < TRANSIENT_RETRIES:
                         cuts += 1
                         continue
-                    if not getattr(err, "busy", False):
-                        raise
-                    pause = hf_plan.busy_pause(busy, err.retry_after, waited)
-                    if pause is None:
-                        raise SnapshotError(err.code, "%s (%d attempts, %d s of pauses)" % (err.what, busy + 1, waited))
-                    busy += 1
-                    waited += pause
-                    busy_sleep(pause)
+                    self._pause_if_busy(err, pauses)
                     continue
                 if self.boot is None:
                     os.fsync(fd)  # no boot id to record the verification under: on the disk first
@@ -739,9 +781,7 @@ class Snapshot:
             if got > spec["size"]:
                 # The endpoint serves other bytes than the listing says: a rerun would get them again.
                 self._drop_partial(part, rec_path)
-                raise SnapshotError("E_DOWNLOAD", "%s: the server sent more bytes of %s than the listing gives (%d); "
-                                    "check that %s serves revision %s" % (self.repo_id, spec["path"], spec["size"],
-                                                                          self.endpoint, commit))
+                raise self._other_bytes(commit, spec, "sent more bytes")
             if got != spec["size"]:
                 raise SnapshotError("E_DOWNLOAD", "%s: %s ended at %d of %d bytes; rerun to resume"
                                     % (self.repo_id, spec["path"], got, spec["size"]))
@@ -768,6 +808,13 @@ class Snapshot:
         except OSError as exc:
             raise self.disk_error(exc, final, spec["path"])
         return final
+
+    def _other_bytes(self, commit, spec, what):
+        """The endpoint serves another file than the listing gives (``what`` it did)."""
+        err = SnapshotError("E_DOWNLOAD", "%s: the server %s of %s where the listing gives %d; check that %s serves "
+                            "revision %s" % (self.repo_id, what, spec["path"], spec["size"], self.endpoint, commit))
+        err.other_bytes = True
+        return err
 
     @staticmethod
     def _drop_partial(part, rec_path):
@@ -817,6 +864,11 @@ class Snapshot:
                 status = resp.status_code
                 if status == 416 and offset == spec["size"]:
                     return offset, writer.close()
+                served = served_size(status, resp.headers)
+                if (status == 416 and offset < spec["size"]) or served not in (None, spec["size"]):
+                    # The endpoint's file is not the listing's: resuming or asking again gets the same.
+                    raise self._other_bytes(commit, spec, "has %s bytes" % served if served is not None
+                                            else "refuses a resume at byte %d" % offset)
                 if status >= 400:
                     raise self._http_error(status, resp.headers, spec["path"])
                 if offset and status == 200:

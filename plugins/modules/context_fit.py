@@ -34,7 +34,10 @@ options:
     description: The rank log text (both ranks' logs may be concatenated). Mutually exclusive with O(log_path).
     type: str
   log_path:
-    description: A rank log file on the host to read instead of O(log); a missing file reads as empty.
+    description:
+      - A rank log file on the host to read instead of O(log); a missing file reads as empty.
+      - Only the last start's part is read, from the runner's last C(runner ... starting rank 1 and rank 0) line on,
+        because the runner appends every start to the same file.
     type: path
   requested_context:
     description: The window the engine was asked for, in tokens; the answer is never above it.
@@ -132,6 +135,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.context_fit import (
     analyse,
+    latest_run,
     parallel_problem,
     read_cache_file,
     write_cache_entry,
@@ -177,7 +181,7 @@ def main():
         text = ""
         if os.path.exists(params["log_path"]):
             with open(params["log_path"], errors="replace") as handle:
-                text = handle.read()
+                text = latest_run(handle.read())
     found = analyse(text, params["requested_context"], parallel, params["kv_pages"], params["page_rows"])
     result.update(found)
     if found["refused"] and found["context"] is not None and params["state_file"]:

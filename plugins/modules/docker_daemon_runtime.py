@@ -22,8 +22,9 @@ description:
     C(runtimeArgs) are set, and only when they differ; C(args), any other key, and C(runtimeArgs)
     when O(runtime_args) is empty, stay.
   - An entry that already means the same is left alone (no change, so no Docker restart), such as
-    nvidia-ctk's bare C(nvidia-container-runtime) when that name is found on the host's C(PATH) (or
-    systemd's default C(PATH), dockerd's) as O(runtime_path), or a missing, null or empty C(runtimeArgs).
+    nvidia-ctk's bare C(nvidia-container-runtime) when that name is found on systemd's default C(PATH)
+    (dockerd's; not the module's own, which may hold folders dockerd never searches) as
+    O(runtime_path), or a missing, null or empty C(runtimeArgs).
   - Unlike C(nvidia-ctk), which parses and re-serialises the whole file, this module splices the
     entry into the existing text, so every other key keeps its bytes (order, indentation, spacing,
     inline objects, a UTF-8 byte order mark). New text follows the file's own indentation and line
@@ -134,12 +135,9 @@ UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 def resolve_executable(path):
-    """The real file dockerd would run for path (a bare name is looked up on PATH), or None."""
-    if "/" in path:
-        candidates = [path]
-    else:
-        folders = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d]
-        candidates = [os.path.join(d, path) for d in folders + [d for d in SYSTEMD_PATH if d not in folders]]
+    """The real file dockerd would run for path (a bare name is looked up on dockerd's PATH, in its
+    order), or None."""
+    candidates = [path] if "/" in path else [os.path.join(d, path) for d in SYSTEMD_PATH]
     for candidate in candidates:
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return os.path.realpath(candidate)

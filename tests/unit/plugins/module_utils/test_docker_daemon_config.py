@@ -220,11 +220,19 @@ def test_duplicate_keys_follow_the_parser_last_one_wins():
     ('{"runtimes": "nvidia"}', "runtimes is not a JSON object"),
     ('{"log-opts": {"max-size": NaN}}', "NaN"),  # Python reads these, dockerd does not
     ('{"x": -Infinity}', "Infinity"),
+    ('{"max-concurrent-downloads": 1e400}', "the number 1e400 is out of range"),  # Go's float64 cannot hold it
+    ('{"x": -%s}' % ("9" * 400), "out of range"),
 ])
 def test_files_that_cannot_be_merged_are_refused(text, needle):
     with pytest.raises(DaemonConfigError) as info:
         merge_runtime(text, "nvidia", RUNTIME)
     assert needle in str(info.value)
+
+
+def test_numbers_a_float64_holds_keep_their_bytes():
+    text = '{"max-concurrent-downloads": 3, "x": 1e3, "y": 1.7976931348623157e308, "z": %s}' % ("9" * 300)
+    new, changed = merge_runtime(text, "nvidia", RUNTIME)
+    assert changed and new.startswith(text[:-1])
 
 
 def test_indent_is_read_from_the_file():

@@ -14,6 +14,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import random
 import threading
 import time
@@ -71,6 +72,7 @@ class Origin:
         self.script = []
         self.always = None
         self.ignore_range = False
+        self.content_range = True  # False: 206 and 416 answers name no size
         self.seen = []
         self.lock = threading.Lock()
 
@@ -85,10 +87,14 @@ class Origin:
         start = 0
         if headers.get("Range") and not self.ignore_range:
             start = int(headers["Range"][len("bytes="):-1])
+        if start and start >= len(body):  # a range past the end: 416 naming the size (RFC 9110)
+            return 416, ({"Content-Range": "bytes */%d" % len(body)} if self.content_range else {}), b""
         data = body[start:]
         if step == "corrupt" and data:
             data = data[:-1] + bytes([data[-1] ^ 1])
         data, extra = encode(step, data)
+        if start and not step and self.content_range:
+            extra = dict(extra, **{"Content-Range": "bytes %d-%d/%d" % (start, len(body) - 1, len(body))})
         return (206 if start else 200), extra, data
 
 
@@ -484,12 +490,52 @@ def test_a_download_with_a_wrong_checksum_is_fetched_twice_as_the_message_says(m
     assert len(requests_for(origin, "model.safetensors")) == 2
 
 
+@pytest.mark.parametrize("content_range", [True, False], ids=["sized", "unsized"])
+def test_a_file_the_server_has_shorter_than_the_listing_is_never_resumed_for_ever(make, origin, pauses, content_range):
+    # The endpoint serves another file than the listing's (a mirror of another revision): a run
+    # may end short of the listing's size, and then the resume asks past the server's end (416).
+    origin.content_range = content_range
+    data = payload(2 * MIB + 11)
+    said = []
+    for run in range(4):
+        snap = make({"model.safetensors": data})
+        origin.files["model.safetensors"] = data[:2 * MIB]
+        with pytest.raises(hf_transfer.SnapshotError) as caught:
+            snap.run()
+        said.append(caught.value.what)
+        if "ended at" in said[-1]:  # no length known up front (the session stand-in sends none)
+            assert "ended at 2097152 of 2097163 bytes; rerun to resume" in said[-1]
+            continue
+        sized = "has 2097152 bytes" if content_range or snap.endpoint.startswith("http:") else None
+        assert "the server %s of model.safetensors where the listing gives 2097163" % (
+            sized or "refuses a resume at byte 2097152") in said[-1], said
+        assert "rerun" not in said[-1] and not os.listdir(snap.partial_dir)  # the next run starts over
+    assert not any("ended at" in one and "ended at" in then for one, then in zip(said, said[1:]))
+    assert pauses == []
+
+
+@pytest.mark.parametrize("status,headers,size", [
+    (200, {"Content-Length": "2048"}, 2048),
+    (200, {"Content-Length": "2048", "Content-Encoding": "gzip"}, None),  # the encoded length
+    (200, {}, None),
+    (206, {"Content-Range": "bytes 1024-2047/2048"}, 2048),
+    (206, {"Content-Range": "bytes 1024-2047/*"}, None),
+    (416, {"Content-Range": "bytes */2048"}, 2048),
+    (416, {}, None),
+    (503, {"Content-Length": "12"}, None),
+])
+def test_the_size_an_answer_gives_for_the_whole_file(status, headers, size):
+    assert hf_transfer.served_size(status, headers) == size
+
+
 def test_a_body_longer_than_the_listing_says_so_without_rerun_advice(make, origin, pauses):
     origin.always = "long"
     snap = make({"config.json": b'{"a": 1}\n'})
     with pytest.raises(hf_transfer.SnapshotError) as caught:
         snap.run()
-    assert caught.value.code == "E_DOWNLOAD" and "more bytes of config.json than the listing gives" in caught.value.what
+    assert caught.value.code == "E_DOWNLOAD"
+    # The plain path reads the length up front, the session stand-in sends none: both stop.
+    assert re.search(r"(sent more bytes|has 14 bytes) of config.json where the listing gives 9", caught.value.what)
     assert "rerun" not in caught.value.what and "ended at" not in caught.value.what
     assert len(requests_for(origin, "config.json")) == 1
     assert not os.listdir(snap.partial_dir)  # bytes that are not the file's do not stay
@@ -531,3 +577,92 @@ def test_progress_never_passes_its_total_when_a_server_ignores_range(make, origi
     assert result["verified"]
     line = json.load(open(str(progress)))
     assert line["done"] <= line["total"] and line["done"] == len(data)
+
+
+# --- the Hub's API through the real huggingface_hub: busy answers, pages -----------------------
+
+class HubApi(BaseHTTPRequestHandler):
+    """The two API requests a download makes, in the Hub's shapes: a revision's commit and the
+    tree's pages (``Link: <next>; rel="next"``). ``busy`` answers go first, one per request."""
+    protocol_version = "HTTP/1.1"
+    busy = []
+    seen = []
+
+    def log_message(self, *args):
+        return
+
+    def send(self, status, body, headers=()):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        for key, value in list(headers) + [("Content-Type", "application/json"), ("Content-Length", str(len(data)))]:
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        self.seen.append((self.path, self.headers.get("Authorization")))
+        if self.busy:
+            status, headers = self.busy.pop(0)
+            return self.send(status, {"error": "busy"}, headers)
+        if self.path == "/api/models/%s/revision/main" % REPO:
+            return self.send(200, {"id": REPO, "sha": COMMIT})
+        tree = "/api/models/%s/tree/%s" % (REPO, COMMIT)
+        if self.path.startswith(tree + "?") and "cursor=2" not in self.path:
+            port = self.server.server_port
+            return self.send(200, [{"type": "directory", "oid": "d", "size": 0, "path": "sub"},
+                                   {"type": "file", "oid": "a" * 40, "size": 9, "path": "config.json"}],
+                             [("Link", '<http://127.0.0.1:%d%s?recursive=true&cursor=2>; rel="next"' % (port, tree))])
+        if self.path.startswith(tree + "?"):
+            return self.send(200, [{"type": "file", "oid": "b" * 40, "size": 2048, "path": "sub/model.safetensors",
+                                    "lfs": {"oid": "c" * 64, "size": 2048, "pointerSize": 134}}])
+        return self.send(404, {"error": "Not Found"})
+
+
+@pytest.fixture
+def hub_api(monkeypatch):
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    handler = type("Handler", (HubApi,), {"busy": [], "seen": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.daemon = True
+    thread.start()
+    yield handler, "http://127.0.0.1:%d" % server.server_port
+    server.shutdown()
+    server.server_close()
+    thread.join(5)
+
+
+def hub_snapshot(tmp_path, endpoint):
+    pytest.importorskip("huggingface_hub")
+    os.makedirs(str(tmp_path / "state"))
+    return hf_transfer.Snapshot(REPO, "main", str(tmp_path / "model"), str(tmp_path / "state"), token=TOKEN,
+                                endpoint=endpoint, allow_unpinned=True)
+
+
+def test_the_listing_follows_the_hubs_pages_and_keeps_files_only(tmp_path, hub_api, pauses):
+    handler, endpoint = hub_api
+    snap = hub_snapshot(tmp_path, endpoint)
+    assert snap.resolve_commit() == COMMIT
+    assert snap.listing(COMMIT) == [
+        {"type": "file", "path": "config.json", "size": 9, "oid": "a" * 40},
+        {"type": "file", "path": "sub/model.safetensors", "size": 2048, "oid": "b" * 40,
+         "lfs": {"oid": "c" * 64, "size": 2048, "pointerSize": 134}}]
+    assert [path.split("?")[0].rsplit("/", 2)[-2] for path, auth in handler.seen] == ["revision", "tree", "tree"]
+    assert all(auth == "Bearer " + TOKEN for path, auth in handler.seen) and snap.hub_requests == 3
+
+
+def test_busy_hub_api_answers_are_asked_again_within_the_files_caps(tmp_path, hub_api, pauses):
+    # huggingface_hub's own listing would wait Retry-After + 1 s (an hour here), five times.
+    handler, endpoint = hub_api
+    handler.busy[:] = [(503, []), (429, [("Retry-After", "3600")])]
+    snap = hub_snapshot(tmp_path, endpoint)
+    assert snap.resolve_commit() == COMMIT  # model_info alone would fail at the first 503
+    assert len(snap.listing(COMMIT)) == 2
+    assert pauses == [hf_plan.BACKOFF_S, hf_plan.RETRY_AFTER_CAP_S]
+    handler.busy[:] = [(429, [("Retry-After", "3600")])] * 5
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        hub_snapshot(tmp_path / "again", endpoint).listing(COMMIT)
+    assert caught.value.code == "E_DOWNLOAD" and "(3 attempts, 120 s of pauses)" in caught.value.what
+    assert pauses[2:] == [hf_plan.RETRY_AFTER_CAP_S] * 2 and len(handler.seen) == 5 + 3

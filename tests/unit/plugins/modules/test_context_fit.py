@@ -56,3 +56,26 @@ def test_missing_log_file_reads_as_not_refused(tmp_path, capsys):
 def test_bad_parallel_fails(capsys):
     result = run_module({"log": "", "parallel": "many"}, capsys)
     assert result["failed"] is True and "parallel" in result["msg"]
+
+
+START = "runner: 2026-12-05T10:%02d:00Z starting rank 1 and rank 0 (window %d)\n"
+SERVED = ("CUDA sm_120 device 0 (NVIDIA RTX PRO 6000 Blackwell Workstation Edition): model 82.10 GiB; 4 streams at once, "
+          "2.31 GiB each at a 262144-token window, of 9.4 GiB left after a 4.0 GiB reserve; prompts in 2048-row chunks\n"
+          "serving GLM-5.3-Flash at http://0.0.0.0:8020/v1 (sampling: temperature 0.6; drafts: dflash2; context: "
+          "262144; loaded in 95.2s)\n")
+
+
+def test_a_log_file_is_read_from_its_last_start(tmp_path, capsys):
+    # The runner appends every start to rank0.log: an earlier start's refusal is not this one's.
+    with open(FIXTURE) as handle:
+        refused = handle.read()
+    log = tmp_path / "rank0.log"
+    log.write_text(START % (1, 1048576) + refused + START % (2, 262144) + SERVED)
+    result = run_module({"log_path": str(log), "requested_context": 1048576, "parallel": "4"}, capsys)
+    assert result["refused"] is False and result["context"] is None
+    assert result["streams"] == 4 and result["window"] == 262144
+    log.write_text(START % (1, 262144) + SERVED + START % (2, 1048576) + refused)
+    result = run_module({"log_path": str(log), "requested_context": 1048576, "parallel": "4"}, capsys)
+    assert result["refused"] is True and result["context"] == 173056 and result["window"] is None
+    log.write_text(refused)  # no runner line (a log written another way): all of it is read
+    assert run_module({"log_path": str(log), "requested_context": 1048576, "parallel": "4"}, capsys)["refused"]

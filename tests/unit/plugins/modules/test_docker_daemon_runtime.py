@@ -105,13 +105,13 @@ def test_utf16_is_refused_naming_the_encoding(tmp_path, run):
     assert path.read_bytes() == data
 
 
-def test_nvidia_ctks_bare_name_found_on_path_is_the_same_runtime(tmp_path, run, monkeypatch):
+def test_nvidia_ctks_bare_name_found_on_dockerds_path_is_the_same_runtime(tmp_path, run, monkeypatch):
     folder = tmp_path / "bin"
     folder.mkdir()
     runtime = folder / "nvidia-container-runtime"
     runtime.write_text("#!/bin/sh\n")
     os.chmod(str(runtime), 0o755)
-    monkeypatch.setenv("PATH", str(folder))
+    monkeypatch.setattr(docker_daemon_runtime, "SYSTEMD_PATH", [str(folder)])
     path = tmp_path / "daemon.json"
     ctk = '{\n    "runtimes": {\n        "nvidia": {\n            "args": [],\n            "path": "nvidia-container-runtime"\n        }\n    }\n}'
     path.write_text(ctk)
@@ -121,3 +121,18 @@ def test_nvidia_ctks_bare_name_found_on_path_is_the_same_runtime(tmp_path, run, 
     # a runtime_path elsewhere is another executable: the path is replaced, args kept
     other = run(path=str(path), runtime_path="/opt/other/nvidia-container-runtime", _ansible_check_mode=True)
     assert other["changed"] and other["runtime"] == {"args": [], "path": "/opt/other/nvidia-container-runtime"}
+
+
+def test_a_bare_runtime_name_is_looked_up_where_dockerd_looks_not_on_the_modules_path(tmp_path, monkeypatch):
+    dockerd_path, module_only = tmp_path / "usr-bin", tmp_path / "module-only"
+    for folder in (dockerd_path, module_only):
+        folder.mkdir()
+    found = module_only / "nvidia-container-runtime"
+    found.write_text("#!/bin/sh\n")
+    found.chmod(0o755)
+    monkeypatch.setattr(docker_daemon_runtime, "SYSTEMD_PATH", [str(dockerd_path)])
+    monkeypatch.setenv("PATH", str(module_only))
+    assert docker_daemon_runtime.resolve_executable("nvidia-container-runtime") is None  # dockerd would not find it
+    (dockerd_path / "nvidia-container-runtime").symlink_to(found)
+    assert docker_daemon_runtime.resolve_executable("nvidia-container-runtime") == str(found)
+    assert docker_daemon_runtime.resolve_executable(str(found)) == str(found)
