@@ -442,7 +442,12 @@ COLLECTION_PARTS = ("galaxy.yml", "README.md", "LICENSE", "CHANGELOG.rst", "meta
                     "playbooks", "docs", "changelogs", "files", "templates", "tests/unit", "tests/sanity",
                     "inventories/example", "inventories/example-airgapped", "inventories/demo")
 # A secret written as a literal (not a Jinja reference to a vault variable), or a vault file.
-_SECRET_RE = re.compile(r"^\s*[\"']?(tensorfold_hf_token|tensorfold_api_key|vault_[A-Za-z0-9_]+)[\"']?\s*[:=]\s*(.*)$")
+# A secret setting with its value: at a line's start (YAML, INI), after a space (an INI host line's
+# other variables) or inside a YAML flow mapping ({..., name: value}); the value runs to a comma,
+# brace or space unless quoted.
+_SECRET_RE = re.compile(r"(?:^|[\s{,])[\"']?(tensorfold_hf_token|tensorfold_api_key|vault_[A-Za-z0-9_]+)[\"']?\s*[:=]\s*"
+                        r"(\"[^\"]*\"?|'[^']*'?|[^\s,}#]*)")
+_COMMENT = re.compile(r"^\s*[#;]")
 _BLOCK_SCALAR = re.compile(r"^[>|][-+0-9]*$")
 SECRET_SCAN_INVENTORIES = "inventories/"  # literals are looked for there; vault files anywhere
 
@@ -505,14 +510,14 @@ def secret_problems(src, members):
             continue
         lines = text.splitlines()
         for number, line in enumerate(lines, 1):
-            match = _SECRET_RE.match(line)
-            if not match:
+            if _COMMENT.match(line):
                 continue
-            value = match.group(2).split(" #")[0].strip()
-            if _BLOCK_SCALAR.match(value):
-                value = next((ln.strip() for ln in lines[number:] if ln.strip()), "")
-            if value.strip("\"'") and "{{" not in value:
-                found.append("%s:%d (%s)" % (rel, number, match.group(1)))
+            for match in _SECRET_RE.finditer(line):
+                value = match.group(2).strip()
+                if _BLOCK_SCALAR.match(value):
+                    value = next((ln.strip() for ln in lines[number:] if ln.strip()), "")
+                if value.strip("\"'") and "{{" not in value:
+                    found.append("%s:%d (%s)" % (rel, number, match.group(1)))
     return found
 
 

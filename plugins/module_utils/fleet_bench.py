@@ -30,8 +30,8 @@ RANK_CASE, RANK_FIGURE = "decode_1", "per_stream"
 
 def aiperf_command(aiperf, url, model, tokenizer, case, artifact_dir, extra_inputs=None):
     """The argv of one bounded aiperf run: a fixed prompt and reply length, a request count and
-    a time limit. The API key never appears here (the load_test module hands it over in the
-    environment)."""
+    a time limit. The API key never appears here (the load_test module hands it over through an
+    inherited pipe)."""
     argv = [aiperf, "profile"]
     argv += ["--model", model, "--url", url, "--endpoint-type", "chat", "--streaming",
              "--tokenizer", tokenizer,

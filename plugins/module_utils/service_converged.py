@@ -35,9 +35,15 @@ def read_file(path):
 
 def fingerprint(files, inputs):
     """One sha256 of what the run wants: each file's path and content (or absence) and the inputs.
-    Contents enter as their own sha256, so a secret in a file is never kept as text."""
-    data = {"files": sorted([f["path"], None if f.get("content") is None else _sha256(f["content"])] for f in files),
-            "inputs": inputs}
+    A file marked ``secret`` enters by its path and presence only: a fingerprint that covered a key
+    would let whoever sees it (a -v run's output, the record) test guesses of the key offline.
+    Its content is still compared on the box (compare's ``files`` part)."""
+    def part(f):
+        if f.get("content") is None:
+            return None
+        return "secret" if f.get("secret") else _sha256(f["content"])
+
+    data = {"files": sorted([f["path"], part(f)] for f in files), "inputs": inputs}
     return _sha256(json.dumps(data, sort_keys=True, default=str))
 
 
@@ -57,8 +63,8 @@ def compare(want_fingerprint, record, files, on_disk, service, record_mode=None)
         differs["record"] = "the run wants %s, the last converge left %s" % (
             want_fingerprint[:12], str(record["fingerprint"])[:12])
     elif record_mode is not None and record_mode & 0o077:
-        # The fingerprint covers the key file's content: a record others can read lets them test
-        # guesses of the key offline. A converge rewrites it root-only (a record an older release left).
+        # The record stays root's: records of older releases covered the key file's content, and
+        # the fingerprint still covers what the configuration says. A converge rewrites it 0600.
         differs["record"] = "the record is readable by others (mode %04o)" % (record_mode & 0o7777)
     changed = []
     for wanted in files:

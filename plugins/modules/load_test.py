@@ -51,7 +51,8 @@ options:
     type: path
     required: true
   api_key:
-    description: The endpoint's API key; passed to the tool in its environment, never on a command line.
+    description: The endpoint's API key; handed to the tool through an inherited pipe, never on a command line or
+      in its environment.
     type: str
   extra_inputs:
     description: Fields added to every request (a fixed reply length needs the engine to ignore its end token).
@@ -102,13 +103,14 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.glm53.tensorfold.plugins.module_utils.fleet_bench import (
     aiperf_command, read_aiperf_dir)
 
-KEY_ENV = "GLM53_BENCH_API_KEY"
+KEY_FD_ENV = "GLM53_BENCH_API_KEY_FD"
 # aiperf takes the key only as --api-key (or in a full config file). So aiperf is started from its
-# own venv's Python with this launcher, which adds the key from the environment to its argv inside
-# the process: the process's command line (/proc/PID/cmdline) never holds it.
-LAUNCHER = ("import os, sys; from aiperf.cli import app; sys.argv = ['aiperf'] + sys.argv[1:]"
-            " + (['--api-key', os.environ.pop('%s')] if os.environ.get('%s') else []); raise SystemExit(app())"
-            % (KEY_ENV, KEY_ENV))
+# own venv's Python with this launcher, which reads the key from a pipe it inherits (the variable
+# names the pipe's descriptor, not the key) and adds it to its argv inside the process: neither
+# its command line (/proc/PID/cmdline) nor its environment (/proc/PID/environ) holds the key.
+LAUNCHER = ("import os, sys; fd = os.environ.pop('%s', ''); key = os.read(int(fd), 65536).decode() if fd else ''; "
+            "fd and os.close(int(fd)); from aiperf.cli import app; sys.argv = ['aiperf'] + sys.argv[1:]"
+            " + (['--api-key', key] if key else []); raise SystemExit(app())" % KEY_FD_ENV)
 
 
 def main():
@@ -129,9 +131,7 @@ def main():
     if module.check_mode:
         module.exit_json(changed=False, cases={}, exports={}, planned=[c.get("name") for c in params["cases"]])
     env = dict(os.environ)
-    env.pop(KEY_ENV, None)
-    if params["api_key"]:
-        env[KEY_ENV] = params["api_key"]
+    env.pop(KEY_FD_ENV, None)
     python = os.path.join(os.path.dirname(params["aiperf"]), "python")
     # aiperf keeps its dataset's memory-mapped files under the temp folder and leaves an empty
     # aiperf_mmap_* folder there after every run: a scratch folder of this run holds them instead.
@@ -154,11 +154,20 @@ def measure(module, params, env, python):
                               params["extra_inputs"])
         argv = [python, "-c", LAUNCHER] + argv[1:]
         limit = int(case["max_seconds"]) + 180  # the tool's own start-up and grace period
+        key_fd = None
+        if params["api_key"]:
+            key_fd, writer = os.pipe()
+            os.write(writer, params["api_key"].encode())  # a key fits the pipe's buffer: no reader needed yet
+            os.close(writer)
         try:
-            done = subprocess.run(argv, env=env, cwd=folder, capture_output=True, text=True, timeout=limit,
-                                  check=False)
+            done = subprocess.run(argv, env=dict(env, **({KEY_FD_ENV: str(key_fd)} if key_fd is not None else {})),
+                                  cwd=folder, capture_output=True, text=True, timeout=limit, check=False,
+                                  pass_fds=(key_fd,) if key_fd is not None else ())
         except subprocess.TimeoutExpired:
             module.fail_json(msg="aiperf ran past %d s on case %s against %s" % (limit, case["name"], params["url"]))
+        finally:
+            if key_fd is not None:
+                os.close(key_fd)
         with open(os.path.join(folder, "aiperf-output.txt"), "w") as handle:
             handle.write(done.stdout + done.stderr)
         if done.returncode != 0:

@@ -21,8 +21,9 @@ description:
     O(files) holds the content the run would write, or is absent when its content is null) and
     C(service) (the service answers: GET O(probe_url) gives 200, or the unix socket O(probe_socket)
     accepts a connection)."
-  - RV(fingerprint) covers each file's path and content (as its sha256) and O(inputs), so a change
-    in what the run renders (for the gateway, the backends this run) is a change.
+  - RV(fingerprint) covers each file's path and content (as its sha256; a file marked C(secret) by
+    its path and presence only) and O(inputs), so a change in what the run renders (for the
+    gateway, the backends this run) is a change.
   - Only reads; it never changes the box, so check mode gives the same answer.
 extends_documentation_fragment:
   - glm53.tensorfold.read_only
@@ -46,6 +47,13 @@ options:
       content:
         description: The content the run would write; null means the file must not exist. May hold a secret (never shown).
         type: str
+      secret:
+        description:
+          - The content is a secret (a key file); RV(fingerprint) then covers the file's path and presence only,
+            so that the fingerprint, which a C(-v) run shows and the record keeps, cannot be used to test guesses
+            of the secret. The content is still compared with the file on the box.
+        type: bool
+        default: false
   inputs:
     description: Anything else the fingerprint must cover (for the gateway, its servers and those held out).
     type: raw
@@ -128,6 +136,7 @@ def main():
             files=dict(type="list", elements="dict", default=[], options=dict(
                 path=dict(type="path", required=True),
                 content=dict(type="str", no_log=True),
+                secret=dict(type="bool", default=False),
             )),
             inputs=dict(type="raw"),
             probe_url=dict(type="str"),

@@ -45,6 +45,18 @@ def test_the_fingerprint_keeps_no_secret_and_follows_each_content():
     assert service_converged.fingerprint(list(reversed(FILES)), BACKENDS) == want
 
 
+def test_a_secret_file_enters_the_fingerprint_by_its_presence_and_is_still_compared_on_the_box():
+    # A fingerprint shown by a -v run must not let anyone test guesses of the key offline.
+    secret = [FILES[0], dict(FILES[1], secret=True)]
+    other_key = [FILES[0], {"path": FILES[1]["path"], "content": "check Bearer guess\n", "secret": True}]
+    want = service_converged.fingerprint(secret, BACKENDS)
+    assert service_converged.fingerprint(other_key, BACKENDS) == want
+    assert service_converged.fingerprint([FILES[0], dict(FILES[1], content=None, secret=True)], BACKENDS) != want
+    on_disk = dict((f["path"], f["content"]) for f in FILES)
+    differs = service_converged.compare(want, {"fingerprint": want}, other_key, on_disk, {"ok": True, "what": ""})
+    assert parts(differs) == ["files"] and "s3cret" not in str(differs) and "guess" not in str(differs)
+
+
 def test_each_part_that_differs_is_named():
     want, record, on_disk, service = converged_box()
     edited = dict(on_disk, **{"/etc/haproxy/haproxy.cfg": CONFIG + "# edited by hand\n"})
