@@ -254,21 +254,23 @@ def test_a_literal_secret_or_a_vault_file_in_a_packed_file_is_named_never_its_va
     assert not any("hf_abcdef" in f or "sk-literal" in f for f in found)
 
 
+INVENTORY_LINES = {
+    "inventories/example/hosts.ini": (b"[gpu_hosts]\n"
+                                      b"gpu-01 ansible_host=10.0.0.1 tensorfold_api_key=sk-ini-literal\n"
+                                      b"gpu-02 ansible_host=10.0.0.2 tensorfold_api_key=\"{{ vault_tensorfold_api_key }}\"\n"
+                                      b"; gpu-03 tensorfold_hf_token=hf_commented\n"),
+    "inventories/example/hosts.yml": (b"gpu_hosts:\n  hosts:\n"
+                                      b"    gpu-01: {ansible_host: 10.0.0.1, tensorfold_hf_token: hf_flow_literal}\n"
+                                      b"    gpu-02: {ansible_host: 10.0.0.2, tensorfold_api_key: '{{ vault_key }}', "
+                                      b"note: tensorfold_api_key}\n"),
+}
+
+
 def test_a_literal_secret_on_an_ini_host_line_or_in_a_flow_mapping_is_named(tmp_path):
-    src = str(tmp_path)
-    write(os.path.join(src, "inventories/example/hosts.ini"), (
-        b"[gpu_hosts]\n"
-        b"gpu-01 ansible_host=10.0.0.1 tensorfold_api_key=sk-ini-literal\n"
-        b"gpu-02 ansible_host=10.0.0.2 tensorfold_api_key=\"{{ vault_tensorfold_api_key }}\"\n"
-        b"; gpu-03 tensorfold_hf_token=hf_commented\n"))
-    write(os.path.join(src, "inventories/example/hosts.yml"), (
-        b"gpu_hosts:\n  hosts:\n"
-        b"    gpu-01: {ansible_host: 10.0.0.1, tensorfold_hf_token: hf_flow_literal}\n"
-        b"    gpu-02: {ansible_host: 10.0.0.2, tensorfold_api_key: '{{ vault_key }}', note: tensorfold_api_key}\n"))
-    members = ["inventories/example/hosts.ini", "inventories/example/hosts.yml"]
-    found = bundle.secret_problems(src, members)
-    assert found == ["inventories/example/hosts.ini:2 (tensorfold_api_key)",
-                     "inventories/example/hosts.yml:3 (tensorfold_hf_token)"]
+    for rel, text in INVENTORY_LINES.items():
+        write(str(tmp_path / rel), text)
+    assert bundle.secret_problems(str(tmp_path), sorted(INVENTORY_LINES)) == [
+        "inventories/example/hosts.ini:2 (tensorfold_api_key)", "inventories/example/hosts.yml:3 (tensorfold_hf_token)"]
 
 
 # --- an item matches its source; a damaged file is not recorded as correct ------------------
