@@ -31,8 +31,9 @@ import http.client as http_client
 from ansible_collections.glm53.tensorfold.plugins.module_utils import box_module, context_fit, engine_args, engine_log
 from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi_command import read_cards
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem, record
-from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok, health_ready
-from ansible_collections.glm53.tensorfold.plugins.module_utils.net import http_get, url_host
+from ansible_collections.glm53.tensorfold.plugins.module_utils.health import (
+    health_ok, health_ready, readiness_request, says_warming)
+from ansible_collections.glm53.tensorfold.plugins.module_utils.net import http_get, http_request, url_host
 
 # Every module_utils file the flow imports, itself first: what the box reader sends to the host.
 READER_MODULES = ("engine_container", "box_module", "codes", "context_fit", "engine_args", "engine_log", "health", "net",
@@ -230,12 +231,16 @@ class EngineContainer(object):
     def fail(self, code, what, todo=None):
         raise StartFailed(code, problem(code, self.host, what, todo))
 
-    def _http(self, path, timeout=5, key=None):
-        """GET http://api/path; (status, body) or (None, reason)."""
+    def _http(self, path, timeout=5, key=None, body=None):
+        """GET http://api/path, or POST ``body`` (a dict, as JSON) there; (status, body) or (None, reason)."""
         headers = {"Authorization": "Bearer " + key} if key else {}
+        url = "http://%s:%s%s" % (url_host(self.p["api_host"]), self.p["port"], path)
         try:
-            status, body = http_get("http://%s:%s%s" % (url_host(self.p["api_host"]), self.p["port"], path), timeout,
-                                    headers=headers)
+            if body is None:
+                status, body = http_get(url, timeout, headers=headers)
+            else:
+                headers["Content-Type"] = "application/json"
+                status, unused, body = http_request("POST", url, timeout, body=json.dumps(body).encode(), headers=headers)
         except (IOError, OSError, http_client.HTTPException) as err:
             return None, str(err) or err.__class__.__name__
         # An error status carries no body the callers read (only /health's and /v1/models' 200s).
@@ -364,8 +369,11 @@ class EngineContainer(object):
             live, how = open_connections(self.p["port"]), "open connections to port %s" % self.p["port"]
         if not live:
             return
-        self.messages.append("%d request(s) still open on %s (%s); rank 0 gets %d s to finish them before the stop"
-                             % (live, self.host, how, grace))
+        # A connection count (API keys hide /health's) cannot tell an idle keep-alive connection
+        # (Prometheus' scrapes, a gateway's pool) from a request: it says connections, and waits the same.
+        what = "request(s)" if how == "/health" else "connection(s)"
+        self.messages.append("%d %s still open on %s (%s); rank 0 gets up to %d s to finish them before the stop"
+                             % (live, what, self.host, how, grace))
         deadline = self.clock() + grace
         while self.clock() < deadline:
             self.sleep(1)
@@ -464,7 +472,8 @@ class EngineContainer(object):
         next_inspect = self.clock() + 1
         while True:
             status, body = self.http("/health", timeout=2)
-            if health_ready(status, body):
+            if health_ready(status, body) and (not self.p["api_key"] or says_warming(body) is not None
+                                               or self.answers_a_request(deadline)):
                 return "up"
             if self.clock() >= next_inspect:
                 info = self.docker.inspect(self.p["name"])
@@ -475,6 +484,18 @@ class EngineContainer(object):
             if self.clock() >= deadline:
                 return "warming" if health_ok(status, body) else "timeout"
             self.sleep(WAIT_POLL_S)
+
+    def answers_a_request(self, deadline):
+        """Whether the engine answers a one-token request (within the start's time). Asked only when
+        /health cannot say whether the engine still warms up: with API keys it answers only its
+        status. Any answer but 429/503 counts (the smoke test judges answers); no answer by the
+        deadline does not."""
+        left = deadline - self.clock()
+        if left <= 0:
+            return False
+        status, unused = self.http("/v1/chat/completions", timeout=max(1, int(left)), key=self.p["api_key"] or None,
+                                   body=readiness_request(self.settings().get("tensorfold_served_name", "GLM-5.3-Flash")))
+        return status is not None and status not in (429, 503)
 
     def key_differs(self):
         """Whether the run's API key is not the one the container started last reads (place_key
@@ -622,8 +643,9 @@ class EngineContainer(object):
             if outcome == "timeout":
                 self.fail("E_API", "the API did not answer within %s s. %s" % (p["wait_timeout"], self.tails(logs)))
             if outcome == "warming":
-                self.fail("E_API", "the API answers, but after %s s its /health still says the engine is warming up. %s"
-                          % (p["wait_timeout"], self.tails(logs)),
+                said = ("a one-token request with the API key got no answer (with keys /health does not say whether "
+                        "the engine still warms up)" if p["api_key"] else "its /health still says the engine is warming up")
+                self.fail("E_API", "the API answers, but after %s s %s. %s" % (p["wait_timeout"], said, self.tails(logs)),
                           "Raise tensorfold_wait_timeout if warming up takes that long on this box.")
             self.fail("E_START", "the container ended (%s) before the API answered. %s" % (outcome[7:], self.tails(logs)))
         self.keep_restarting(None)

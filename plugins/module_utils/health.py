@@ -36,7 +36,21 @@ def warming(body):
     return (_parsed(body) or {}).get("warming") is True
 
 
+def says_warming(body):
+    """/health's ``warming`` as a bool, or None when the answer has no such field (the answer with
+    API keys, ``{"status":"ok"}``, cannot say whether the engine still warms up)."""
+    value = (_parsed(body) or {}).get("warming")
+    return value if isinstance(value, bool) else None
+
+
 def health_ready(status, body):
     """Whether /health says the engine serves and has warmed up: what a start and the smoke test
     wait for (within their own time), so neither sends its first request into the warm-up."""
     return health_ok(status, body) and not warming(body)
+
+
+def readiness_request(model):
+    """The smallest request that shows the engine serves: one token, thinking off, temperature 0
+    (the contract's chat completion)."""
+    return {"model": model, "messages": [{"role": "user", "content": "ready?"}], "max_tokens": 1,
+            "temperature": 0, "stream": False, "chat_template_kwargs": {"enable_thinking": False}}

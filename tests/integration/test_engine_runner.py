@@ -282,7 +282,7 @@ def test_drain_with_an_api_key_waits_for_the_open_request(tmp_path):
         box.drain()
         waited = time.time() - started
         client.join(10)
-        assert box.messages and box.messages[0].startswith("1 request(s) still open on h1 (open connections to port")
+        assert box.messages and box.messages[0].startswith("1 connection(s) still open on h1 (open connections to port")
         assert 0.5 < waited < 10  # the request's ~2.5 s, not the 20 s grace
     finally:
         engine.kill()

@@ -101,7 +101,7 @@ def engine(tmp_path, docker, read_gpus=None, **changes):
     def sleep(seconds):
         clock["t"] += seconds
 
-    def http(path, timeout=5, key=None):
+    def http(path, timeout=5, key=None, body=None):
         info = docker.containers.get("glm53-zig")
         up = info and info["State"]["Running"]
         if path == "/v1/models":
@@ -196,7 +196,7 @@ def test_the_wait_asks_health_four_times_a_second_and_docker_once_a_second(tmp_p
     box.run("started")
     asked = []
 
-    def http(path, timeout=5, key=None):
+    def http(path, timeout=5, key=None, body=None):
         asked.append(box.clock())
         return (200, '{"status": "ok"}') if len(asked) > 6 else (None, "refused")
 
@@ -214,7 +214,7 @@ def test_the_wait_ends_within_a_second_when_the_container_ends(tmp_path):
     docker = FakeDocker(fitting)
     box = engine(tmp_path, docker, context="65536")
     box.run("started")
-    box.http = lambda path, timeout=5, key=None: (None, "refused")
+    box.http = lambda path, timeout=5, key=None, body=None: (None, "refused")
     docker.containers["glm53-zig"]["State"].update(Running=False, Status="exited", ExitCode=1)
     assert box.wait() == "ended: status exited, exit code 1"
 
@@ -333,7 +333,7 @@ def test_the_default_lock_wait_outlasts_the_longest_start(tmp_path, monkeypatch)
     monkeypatch.setattr(ec.Lock, "release", lambda lock: held.update(by=clock["t"]) or release(lock))
     box = ec.EngineContainer(params(tmp_path, wait_timeout=2400, stop_grace=20, lock_wait=None), ec.Docker(run),
                              sleep=lambda s: clock.update(t=clock["t"] + s), clock=lambda: clock["t"],
-                             http=lambda path, timeout=5, key=None: (None, "refused"))
+                             http=lambda path, timeout=5, key=None, body=None: (None, "refused"))
     with pytest.raises(ec.StartFailed) as failed:
         box.run("started")
     assert failed.value.code == "E_FIT" and starts(docker) == ec.MAX_STARTS
@@ -547,7 +547,7 @@ def answer_in_turn(box, answers):
     """Make the box's /health answer these in turn (the last one from then on); return the paths asked."""
     asked = []
 
-    def http(path, timeout=5, key=None):
+    def http(path, timeout=5, key=None, body=None):
         asked.append(path)
         return answers[min(len(asked), len(answers)) - 1]
 
@@ -573,18 +573,49 @@ def test_the_wait_keeps_waiting_while_health_says_warming(tmp_path):
     asked = answer_in_turn(box, [(200, '{"status": "ok", "warming": true}')] * 3
                            + [(200, '{"status": "ok", "warming": false}')])
     assert box.wait() == "up" and len(asked) == 4
-    box.http = lambda path, timeout=5, key=None: (200, '{"status":"ok"}')
+    box.http = lambda path, timeout=5, key=None, body=None: (200, '{"status":"ok"}')
     assert box.wait() == "up"
 
 
 def test_a_start_still_warming_when_its_time_runs_out_is_e_api_saying_so(tmp_path):
     docker = FakeDocker(fitting)
     box = engine(tmp_path, docker, context="65536")
-    box.http = lambda path, timeout=5, key=None: (200, '{"status": "ok", "warming": true}')
+    box.http = lambda path, timeout=5, key=None, body=None: (200, '{"status": "ok", "warming": true}')
     with pytest.raises(ec.StartFailed) as failed:
         box.run("started")
     assert failed.value.code == "E_API" and "still says the engine is warming up" in failed.value.message
     assert failed.value.message.endswith("Raise tensorfold_wait_timeout if warming up takes that long on this box.")
+
+
+def test_with_a_key_the_start_waits_for_an_answered_request_since_health_cannot_say_warming(tmp_path):
+    # With API keys /health answers only {"status":"ok"}: one token, asked with the key, tells
+    # whether the engine serves warmed up (it answers once it does), within the start's time.
+    docker = FakeDocker(fitting)
+    box = engine(tmp_path, docker, context="65536", api_key="canary-123")
+    box.run("started")
+    probes = []
+    answers = [(None, "timed out"), (503, ""), (200, '{"choices": []}')]
+
+    def http(path, timeout=5, key=None, body=None):
+        if path == "/health":
+            return 200, '{"status":"ok"}'
+        probes.append((path, key, body, timeout))
+        return answers.pop(0)
+
+    box.http = http
+    assert box.wait() == "up" and len(probes) == 3
+    path, key, body, timeout = probes[0]
+    assert path == "/v1/chat/completions" and key == "canary-123" and body["max_tokens"] == 1
+    assert body["model"] == "GLM-5.3-Flash" and body["chat_template_kwargs"] == {"enable_thinking": False}
+    assert 1 <= timeout <= 2400  # the start's time left, no more
+    answers[:] = [(400, "")]  # any answer but busy: serving (the smoke test judges the answers)
+    assert box.wait() == "up"
+    box.http = lambda path, timeout=5, key=None, body=None: (
+        (200, '{"status":"ok","warming":false}') if path == "/health" else (None, "no probe expected"))
+    assert box.wait() == "up"  # /health that tells warming is enough
+    box.http = lambda path, timeout=5, key=None, body=None: (
+        (200, '{"status":"ok"}') if path == "/health" else (503, ""))
+    assert box.wait() == "warming"  # never answered in time: as still warming
 
 
 def test_an_ipv6_api_host_is_bracketed_in_the_modules_urls(tmp_path):
