@@ -273,8 +273,9 @@ def read_host(module):
     except (IOError, OSError):
         memory = None
     ports = []
-    for port in p["ports"]:
-        free, why = port_free(port, p["address"])
+    for port, address in [(port, p["address"]) for port in p["ports"]] + [(port, "127.0.0.1")
+                                                                          for port in p.get("loopback_ports") or []]:
+        free, why = port_free(port, address)
         ports.append({"port": port, "free": free, "why": why})
     tools = find_tools(p["tools"], lambda name: module.get_bin_path(name, required=False))
     if p["gpus"] is not None:

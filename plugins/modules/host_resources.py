@@ -20,8 +20,8 @@ description:
     only the bytes of files whose verification record (kept by M(glm53.tensorfold.hf_snapshot))
     no longer holds, so weights verified in place need none. A path with C(present_image_label)
     needs nothing when Docker already holds an image with that label.
-  - Tries to bind each port in O(ports) on O(address), as the server would; a port something
-    listens on reads as not free. The socket is closed at once.
+  - Tries to bind each port in O(ports) on O(address), and each in O(loopback_ports) on 127.0.0.1, as
+    the server would; a port something listens on reads as not free. The socket is closed at once.
   - Reads C(MemAvailable) from C(/proc/meminfo), looks up each tool in O(tools) on E(PATH), and
     says which system, architecture and user it ran as (cheaper than gathering facts).
   - Only reads; nothing on the host changes, so check mode gives the same answer.
@@ -69,6 +69,13 @@ options:
     description: The address to bind the ports on.
     type: str
     default: 0.0.0.0
+  loopback_ports:
+    description:
+      - TCP ports that must be free on 127.0.0.1, whatever O(address) is (the ranks' control link listens
+        there). A listener on 127.0.0.1 or on every address takes such a port.
+    type: list
+    elements: int
+    default: []
   tools:
     description: Programs to look up on E(PATH).
     type: list
@@ -123,7 +130,8 @@ EXAMPLES = r"""
       - {name: checkpoint, path: /srv/glm53/model, need_gib: 180}
       - {name: drafter, path: /srv/glm53/drafter, need_gib: 10}
       - {name: image build, path: /var/lib/docker, need_gib: 40}
-    ports: [8020, 29583, 29584]
+    ports: [8020]
+    loopback_ports: [29583, 29584]
     tools: [curl, flock, tar]
   register: resources
 """
@@ -235,6 +243,7 @@ ARGUMENT_SPEC = dict(
     ), required_one_of=[("path", "docker_root")]),
     ports=dict(type="list", elements="int", default=[]),
     address=dict(type="str", default="0.0.0.0"),
+    loopback_ports=dict(type="list", elements="int", default=[]),
     tools=dict(type="list", elements="str", default=[]),
     docker=dict(type="bool", default=False),
     docker_container=dict(type="str"),

@@ -201,3 +201,20 @@ def test_host_resources_answers_alike_from_the_module_and_the_box_reader(tmp_pat
     module.pop("python_requests")
     assert box.pop("memory_available_mib") > 0 and module.pop("memory_available_mib") > 0  # read a moment apart
     assert box == module and box["docker"]["ok"] and box["gpu_info"]["gpus"]
+
+
+def test_loopback_ports_are_tried_on_127_0_0_1_whatever_the_address(run_module):
+    # The ranks' control link listens on 127.0.0.1: a listener there takes the port even when the
+    # API's address is another one (here an address no socket can bind, so only loopback tells).
+    import socket
+    taken = socket.socket()
+    taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    port = taken.getsockname()[1]
+    try:
+        answer = run_module(host_resources, ports=[port], address="127.0.0.2", loopback_ports=[port])
+    finally:
+        taken.close()
+    assert answer["ports"][0]["free"] is True  # 127.0.0.2:port is another socket address
+    assert answer["ports"][1] == {"port": port, "free": False, "why": "port %d is in use on 127.0.0.1" % port}
