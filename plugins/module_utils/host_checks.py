@@ -149,7 +149,7 @@ def _gpus(host, observed, expect, problems):
         # A driver that cannot be used fails every nvidia-smi call: that is the driver's problem.
         driver = driver_failure(info.get("rc"), info.get("stdout"), info.get("stderr") or said) if info else None
         if driver:
-            problems.append(record("E_DRIVER", host, "could not read the GPUs: %s: %s" % (driver[0], said), driver[1]))
+            problems.append(record("E_DRIVER", host, "could not read the GPUs: %s" % said, driver[1]))
         else:
             problems.append(record("E_GPU", host, "could not read the GPUs: %s" % said))
         return []
