@@ -28,6 +28,8 @@ MODEL_MOUNT = "/model"
 DRAFTER_MOUNT = "/drafter"
 LOG_MOUNT = "/logs"
 API_KEY_MOUNT = "/run/tensorfold/api-key"
+# Where the engine keeps each rank's checkpoint hashes (our reading; docs/rank_container.md).
+CACHE_MOUNT = "/root/.cache/tensorfold"
 ARGUMENT_CHECK_MODEL = "/nonexistent/argument-check"
 
 
@@ -341,6 +343,39 @@ then=$?
 if [ "$first" -ne 0 ]; then exit "$first"; fi
 exit "$then"
 """
+
+
+def container_mounts(model_dir, cache_dir, log_dir, drafter_dir=None, key_file=None, argument_check=False):
+    """The container's ``--mount`` arguments. The argument check mounts no checkpoint or cache and
+    its log folder read-only."""
+    out = []
+    if not argument_check:
+        out += ["--mount", "type=bind,source=%s,target=%s,readonly" % (model_dir, MODEL_MOUNT),
+                "--mount", "type=bind,source=%s,target=%s" % (cache_dir, CACHE_MOUNT)]
+    out += ["--mount", "type=bind,source=%s,target=%s%s" % (log_dir, LOG_MOUNT, ",readonly" if argument_check else "")]
+    if drafter_dir:
+        out += ["--mount", "type=bind,source=%s,target=%s,readonly" % (drafter_dir, DRAFTER_MOUNT)]
+    if key_file:
+        out += ["--mount", "type=bind,source=%s,target=%s,readonly" % (key_file, API_KEY_MOUNT)]
+    return out
+
+
+def container_run_argv(name, image, env, ulimits, labels, device_ids, mounts):
+    """``docker run``'s arguments (after ``docker``) for the recipe's container: what the
+    engine_container module runs and the plan prints. ``labels``: (name, value) pairs;
+    ``device_ids``: the cards in rank order, None to request none (test hosts)."""
+    argv = ["run", "-d", "--name", name, "--init", "--ipc", "host", "--network", "host",
+            "--shm-size", "16g", "--restart", "no", "-e", "HF_HUB_OFFLINE=1"]
+    for key in sorted(env or {}):
+        argv += ["-e", "%s=%s" % (key, env[key])]
+    for limit in ulimits:
+        limit_name, soft, hard = str(limit).split(":")
+        argv += ["--ulimit", "%s=%s:%s" % (limit_name, soft, hard)]
+    for key, value in labels:
+        argv += ["--label", "%s=%s" % (key, value)]
+    if device_ids is not None:
+        argv += ["--gpus", '"device=%s"' % ",".join(device_ids)]
+    return argv + list(mounts) + [image, "/bin/bash", LOG_MOUNT + "/runner.sh"]
 
 
 def runner_script(settings, context, cuda_devices, api_key_file=None, extra_args=(), container="glm53-zig",

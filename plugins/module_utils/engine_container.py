@@ -295,19 +295,12 @@ class EngineContainer(object):
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()
 
     def mounts(self, run_dir, argument_check=False):
-        out = []
-        if not argument_check:
-            out += ["--mount", "type=bind,source=%s,target=%s,readonly" % (self.p["model_dir"], engine_args.MODEL_MOUNT),
-                    "--mount", "type=bind,source=%s,target=/root/.cache/tensorfold" % self.p["cache_dir"]]
-        logs_mode = ",readonly" if argument_check else ""
-        out += ["--mount", "type=bind,source=%s,target=%s%s" % (run_dir, engine_args.LOG_MOUNT, logs_mode)]
-        if self.p["drafter_dir"]:
-            out += ["--mount", "type=bind,source=%s,target=%s,readonly" % (self.p["drafter_dir"], engine_args.DRAFTER_MOUNT)]
+        key_file = None
         if self.p["api_key"]:
             # The check reads its own copy (the running container's file is not touched before the replace).
-            source = os.path.join(run_dir, "api-key") if argument_check else self.key_path
-            out += ["--mount", "type=bind,source=%s,target=%s,readonly" % (source, engine_args.API_KEY_MOUNT)]
-        return out
+            key_file = os.path.join(run_dir, "api-key") if argument_check else self.key_path
+        return engine_args.container_mounts(self.p["model_dir"], self.p["cache_dir"], run_dir, self.p["drafter_dir"],
+                                            key_file, argument_check)
 
     def read_record(self):
         try:
@@ -445,20 +438,10 @@ class EngineContainer(object):
 
     def docker_run(self, image, window, run_dir, fingerprint):
         p = self.p
-        argv = ["run", "-d", "--name", p["name"], "--init", "--ipc", "host", "--network", "host",
-                "--shm-size", "16g", "--restart", "no", "-e", "HF_HUB_OFFLINE=1"]
-        for name in sorted(p["env"] or {}):
-            argv += ["-e", "%s=%s" % (name, p["env"][name])]
-        for limit in p["ulimits"]:
-            name, soft, hard = str(limit).split(":")
-            argv += ["--ulimit", "%s=%s:%s" % (name, soft, hard)]
-        for key, value in ((p["label"], "true"), (p["label"] + ".settings", fingerprint),
-                           (p["label"] + ".context", str(window))):
-            argv += ["--label", "%s=%s" % (key, value)]
-        if p["gpu_requests"]:
-            argv += ["--gpus", '"device=%s"' % ",".join(self.cards()["device_ids"])]
-        argv += self.mounts(run_dir)
-        argv += [image, "/bin/bash", engine_args.LOG_MOUNT + "/runner.sh"]
+        labels = ((p["label"], "true"), (p["label"] + ".settings", fingerprint), (p["label"] + ".context", str(window)))
+        argv = engine_args.container_run_argv(p["name"], image, p["env"], p["ulimits"], labels,
+                                              self.cards()["device_ids"] if p["gpu_requests"] else None,
+                                              self.mounts(run_dir))
         rc, out, err = self.docker(*argv)
         if rc != 0:
             self.fail("E_START", "docker could not start the container: %s" % (err or out).strip())

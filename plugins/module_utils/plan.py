@@ -78,22 +78,25 @@ def gpu_devices(settings, gpus_facts=None):
 
 
 def docker_run(settings, image_ref, model_path, drafter_path, log_dir, gpus_facts=None):
-    """The ``docker run`` of the recipe's container, as one shell-quoted line."""
+    """The ``docker run`` of the recipe's container, as one shell-quoted line: the argv the
+    engine_container module runs (engine_args.container_run_argv, the rank_container_* settings of
+    the container), with what only the start knows (the settings fingerprint, the window) in <>,
+    and the restart policy the container gets once its API answers."""
     s = settings
-    devices = ",".join(gpu_devices(s, gpus_facts))
-    argv = ["docker", "run", "-d", "--name", str(s.get("tensorfold_container_name", "glm53-zig")), "--init",
-            "--gpus", '"device=%s"' % devices, "--ipc=host", "--network", "host", "--shm-size", "16g",
-            "--ulimit", "memlock=-1", "--ulimit", "stack=67108864",
-            "-v", "%s:%s:ro" % (model_path, MODEL_MOUNT)]
-    if drafter_path:
-        argv += ["-v", "%s:%s:ro" % (drafter_path, DRAFTER_MOUNT)]
-    argv += ["-v", "%s:%s" % (log_dir, LOG_MOUNT)]
-    argv += ["-e", "HF_HUB_OFFLINE=1"]
-    if _key_set(s):
-        argv += ["-v", "%s/.state/api-key:%s:ro" % (str(s.get("tensorfold_data_dir", "/srv/glm53")).rstrip("/"),
-                                                    engine_args.API_KEY_MOUNT)]
-    argv += [image_ref or "<image ref: computed by tensorfold_image>", "/bin/bash", "%s/runner.sh" % LOG_MOUNT]
-    return " ".join(shlex.quote(a) if not a.startswith("<") else a for a in argv)
+    data = str(s.get("tensorfold_data_dir", "/srv/glm53")).rstrip("/")
+    label = str(s.get("rank_container_label", "glm53.tensorfold.rank_container"))
+    labels = ((label, "true"), (label + ".settings", "<settings fingerprint>"), (label + ".context", "<window>"))
+    devices = gpu_devices(s, gpus_facts) if _flag(s.get("rank_container_gpu_requests", True)) else None
+    mounts = engine_args.container_mounts(model_path, s.get("rank_container_cache_dir") or data + "/.cache", log_dir,
+                                          drafter_path, data + "/.state/api-key" if _key_set(s) else None)
+    argv = ["docker"] + engine_args.container_run_argv(
+        str(s.get("tensorfold_container_name", "glm53-zig")), image_ref or "<image ref: computed by tensorfold_image>",
+        s.get("rank_container_env") or {}, s.get("rank_container_ulimits") or ["memlock:-1:-1", "stack:67108864:67108864"],
+        labels, devices, mounts)
+    line = " ".join(a if a.startswith("<") else shlex.quote(a) for a in argv)
+    policy = str(s.get("rank_container_restart_policy", "on-failure:3"))
+    return line + ("; once the API answers: docker update --restart %s %s" % (policy, argv[argv.index("--name") + 1])
+                   if policy != "no" else "")
 
 
 def downloads(settings, present=None, drafter_path=None):

@@ -50,7 +50,8 @@ def test_api_key_is_never_in_a_command_line():
     settings = dict(SETTINGS, tensorfold_api_key="sk-canary-123456")
     text = "\n".join(plan_lines(settings, {"image_ref": "glm53-tensorfold:abc", "image_present": True}))
     assert "sk-canary-123456" not in text
-    assert "/srv/glm53/.state/api-key:/run/tensorfold/api-key:ro" in text and "Authorization: Bearer <key>" in text
+    assert "type=bind,source=/srv/glm53/.state/api-key,target=/run/tensorfold/api-key,readonly" in text
+    assert "Authorization: Bearer <key>" in text
     rank0 = [line for line in text.splitlines() if line.startswith("rank 0")][0]
     assert "--api-key-file /run/tensorfold/api-key" in rank0
 
@@ -58,11 +59,30 @@ def test_api_key_is_never_in_a_command_line():
 def test_docker_run_pins_cards_by_uuid_in_rank_order_when_known():
     gpus = [{"index": 1, "uuid": "GPU-bbbb"}, {"index": 0, "uuid": "GPU-aaaa"}]
     line = docker_run(SETTINGS, "glm53-tensorfold:abc", "/srv/glm53/model", "/srv/glm53/drafter", "/srv/glm53/logs/current", gpus)
-    argv = shlex.split(line)
+    argv = shlex.split(line.split(";")[0])
     assert argv[argv.index("--gpus") + 1] == '"device=GPU-bbbb,GPU-aaaa"'
-    assert "/srv/glm53/model:/model:ro" in argv and "--init" in argv and "memlock=-1" in argv
-    assert "HF_HUB_OFFLINE=1" in argv and argv[-3:] == ["glm53-tensorfold:abc", "/bin/bash", "/logs/runner.sh"]
+    assert "type=bind,source=/srv/glm53/model,target=/model,readonly" in argv and "--init" in argv
+    assert "memlock=-1:-1" in argv and "HF_HUB_OFFLINE=1" in argv
+    assert argv[-3:] == ["glm53-tensorfold:abc", "/bin/bash", "/logs/runner.sh"]
     assert '"device=1,0"' in docker_run(SETTINGS, "x", "/m", "", "/l")
+
+
+def test_the_plans_docker_run_is_the_argv_the_module_runs():
+    # One builder (engine_args.container_run_argv) for both: the plan shows the cache mount, the
+    # labels, --restart no, the container's own environment and ulimits, and the policy given later.
+    settings = dict(SETTINGS, rank_container_env={"NCCL_DEBUG": "WARN"}, rank_container_ulimits=["memlock:-1:-1"],
+                    rank_container_cache_dir="/fast/cache", rank_container_restart_policy="on-failure:3")
+    line = docker_run(settings, "img:1", "/srv/glm53/model", "", "/srv/glm53/logs/current")
+    run, update = line.split("; once the API answers: ")
+    argv = shlex.split(run)
+    assert update == "docker update --restart on-failure:3 glm53-zig"
+    assert argv[1:argv.index("--label")] == ["run", "-d", "--name", "glm53-zig", "--init", "--ipc", "host", "--network",
+                                             "host", "--shm-size", "16g", "--restart", "no", "-e", "HF_HUB_OFFLINE=1",
+                                             "-e", "NCCL_DEBUG=WARN", "--ulimit", "memlock=-1:-1"]
+    assert "type=bind,source=/fast/cache,target=/root/.cache/tensorfold" in argv
+    assert "glm53.tensorfold.rank_container.settings=<settings fingerprint>" in argv
+    assert docker_run(dict(settings, rank_container_gpu_requests=False, rank_container_restart_policy="no"),
+                      "img:1", "/m", "", "/l").count("--gpus") == 0
 
 
 def test_downloads_follow_the_source_and_what_is_present():
