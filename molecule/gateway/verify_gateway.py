@@ -135,10 +135,11 @@ def request_log(box):
 
 
 def client_starts(box, after=0.0):
-    """Times of the load tool's requests a box received: the gateway's own checks and the smoke
-    test's requests (sent straight to a restarted box before it is put back) left out."""
+    """Times of the load tool's requests a box received: the gateway's own checks, the keyed
+    start's one-token request and the smoke test's requests (both sent straight to a restarted
+    box before it is put back) left out."""
     return [e["t"] for e in request_log(box) if e["event"] == "start" and e["t"] > after
-            and not e.get("agent", "").startswith(("glm53-gateway-check", "glm53-smoke-test"))]
+            and not e.get("agent", "").startswith(("glm53-gateway-check", "glm53-start-check", "glm53-smoke-test"))]
 
 
 def command_lines():

@@ -53,13 +53,13 @@ def health(port):
         return json.loads(answer.read())
 
 
-def wait(tmp_path, port):
+def wait(tmp_path, port, api_key=None):
     """The start's wait against the engine, its container running, on a clock that its sleeps move."""
     clock = {"t": 0.0}
     running = json.dumps([{"State": {"Running": True}}])
     box = engine_container.EngineContainer(
         {"host": "h1", "data_dir": str(tmp_path), "name": "glm53-zig", "wait_timeout": 2, "api_host": "127.0.0.1",
-         "port": port}, engine_container.Docker(lambda argv: (0, running, "")),
+         "port": port, "api_key": api_key, "settings": {}}, engine_container.Docker(lambda argv: (0, running, "")),
         sleep=lambda s: clock.update(t=clock["t"] + s), clock=lambda: clock["t"])
     return box.wait()
 
@@ -83,6 +83,8 @@ def test_an_engine_done_warming_ends_the_wait_at_once(engine, tmp_path):
 
 
 @pytest.mark.parametrize("engine", [(ALWAYS, True)], indirect=True)
-def test_with_api_keys_health_has_no_warming_field_and_counts_as_warm(engine, tmp_path):
+def test_with_api_keys_health_has_no_warming_field_and_a_keyed_request_decides(engine, tmp_path):
+    # /health cannot say: the start asks one token with the key, which the engine answers.
     assert health(engine) == {"status": "ok"}
-    assert wait(tmp_path, engine) == "up"
+    assert wait(tmp_path, engine, api_key="warm-canary-123") == "up"
+    assert wait(tmp_path, engine, api_key="wrong-key") == "up"  # any answer but 429/503 (401 here): it serves
