@@ -32,6 +32,7 @@ STUB_TASKS = textwrap.dedent("""\
       ansible.builtin.fail:
         msg: "{{{{ stub_fail['{role}{entry}'] }}}}"
       when: "'{role}{entry}' in stub_fail | default({{}})"
+      no_log: "{{{{ stub_no_log | default(false) }}}}"
     """)
 # The note is one shell command on the host, sent by an action: a module run would cost each
 # note a Python process, about half of a stubbed site.yml run's time on two cores. A host that

@@ -157,6 +157,23 @@ def test_a_fleet_where_every_host_failed_still_gets_its_report(tmp_path, collect
     assert rc != 0
 
 
+def test_a_failed_no_log_task_leaves_its_message_out_of_the_report(tmp_path, collection):
+    # ansible-core 2.19 keeps a no_log task's message in ansible_failed_result: the report must not.
+    inventory = textwrap.dedent("""\
+        all:
+          vars: {{ansible_connection: local, ansible_python_interpreter: {python}, stub_log_dir: {logs}}}
+          hosts:
+            gpu-b: {{stub_no_log: true, stub_fail: {{rank_container: "[E_START] gpu-b: key sk-canary-nolog refused"}}}}
+        """).format(python=sys.executable, logs=tmp_path / "logs")
+    rc, output = site(collection, tmp_path, inventory, args=["--tags", "restart"])
+    assert rc != 0
+    line = dict((h["host"], h) for h in load(tmp_path)[0]["hosts"])["gpu-b"]
+    assert line["status"] == "failed" and "runs under no_log" in json.dumps(line), line
+    for report in (tmp_path / "reports").rglob("*"):
+        if report.is_file():
+            assert b"sk-canary-nolog" not in report.read_bytes(), report
+
+
 def test_a_rolling_restart_stops_at_the_first_failed_host_and_the_report_says_why(tmp_path, collection):
     inventory = textwrap.dedent("""\
         all:
