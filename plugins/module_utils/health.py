@@ -30,17 +30,17 @@ def health_ok(status, body):
     return status == 200 and (_parsed(body) or {}).get("status") == "ok"
 
 
-def warming(body):
-    """Whether /health says the engine still warms up (``"warming": true``). Only the answer without
-    API keys has the field; an answer without it is not warming."""
-    return (_parsed(body) or {}).get("warming") is True
-
-
 def says_warming(body):
     """/health's ``warming`` as a bool, or None when the answer has no such field (the answer with
     API keys, ``{"status":"ok"}``, cannot say whether the engine still warms up)."""
     value = (_parsed(body) or {}).get("warming")
     return value if isinstance(value, bool) else None
+
+
+def warming(body):
+    """Whether /health says the engine still warms up (``"warming": true``). Only the answer without
+    API keys has the field; an answer without it is not warming."""
+    return says_warming(body) is True
 
 
 def health_ready(status, body):

@@ -7,8 +7,9 @@ Each file's checksum is computed while its bytes arrive (a second thread hashes 
 first one received and wrote), so no file is read back; a resume hashes the bytes already on
 disk before the resume point, once. Two files are fetched at once.
 
-huggingface_hub does the Hub's API (revision resolution, tree listing with sizes, git oids and
-LFS sha256, URLs, auth headers, error classes) and its configured HTTP session carries the bytes
+huggingface_hub does the Hub's API (revision resolution, URLs, auth headers, error classes; the
+tree listing goes through its session page by page, so a busy Hub's pauses stay capped) and its
+configured HTTP session carries the bytes
 from HTTPS endpoints and through proxies. From a plain-HTTP endpoint no proxy applies to (a peer
 on the site network, a mirror) the standard library's ``http.client`` reads the body straight
 into reused buffers (``readinto``): a third of the CPU per byte, which decides a peer copy's
