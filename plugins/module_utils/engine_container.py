@@ -81,6 +81,24 @@ def fit_advice(kind, fits, window, auto, page_rows):
     return "", None
 
 
+def argument_check_verdict(rc, output):
+    """What the engine's answer to the argument check means: None when it accepted the flags
+    (exit 1 naming the missing model as not a directory nor a repo id), else (kind, what to quote).
+    ``flags``: exit 2, a flag is wrong (the usage and the error, on one line); ``load``: exit 1
+    with another problem, the engine's own ``tensorfold:`` lines (the image or its environment);
+    ``docker``: any other status, such as docker's own 125 (the daemon failed), 126 and 127 (the
+    command could not be run or found), with what docker or the shell said."""
+    if rc == 1 and ACCEPTED in output:
+        return None
+    lines = [line.strip() for line in engine_log.clean(output).split("\n") if line.strip()]
+    if rc == 2:
+        return "flags", " | ".join(lines) or "(no output)"
+    if rc == 1:
+        said = [line for line in lines if line.startswith("tensorfold:")] or lines[-1:]
+        return "load", " | ".join(said) or "(no output)"
+    return "docker", " | ".join(lines[-3:]) or "(no output)"
+
+
 class StartFailed(Exception):
     """A start that failed with a code; ``message`` is the formatted problem."""
 
@@ -434,12 +452,22 @@ class EngineContainer(object):
             self.docker.remove(name)
             if os.path.exists(check_key):
                 os.unlink(check_key)
-        output = (out + err).strip()
-        if rc != 1 or ACCEPTED not in output:
+        verdict = argument_check_verdict(rc, out + err)
+        if verdict is None:
+            return
+        kind, said = verdict
+        if kind == "flags":
             flags = " ".join(engine_args.shared_flags(self.settings(), window, extra_args=self.p["engine_args"]))
-            self.fail("E_SETTINGS", "the engine rejects the flags the settings map to (exit %s): %s. Flags: %s"
-                      % (rc, output.replace("\n", " | "), flags),
+            self.fail("E_SETTINGS", "the engine rejects the flags the settings map to (exit 2): %s. Flags: %s"
+                      % (said, flags),
                       "Fix the setting behind the named flag (or rank_container_engine_args); nothing running was touched.")
+        if kind == "load":
+            self.fail("E_IMAGE", "the engine in %s could not start for the argument check (exit 1): %s" % (image, said),
+                      "Fix what the engine names: an image built for this card (the tensorfold_image role, or "
+                      "rank_container_image) or the rank_container_env setting it reads; nothing running was touched.")
+        self.fail("E_START", "docker could not run the argument check (exit %s): %s" % (rc, said),
+                  "Fix what docker names (the image, a mount under %s, the Docker daemon); nothing running was touched."
+                  % self.state_dir)
 
     def docker_run(self, image, window, run_dir, fingerprint):
         p = self.p

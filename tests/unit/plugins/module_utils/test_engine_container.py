@@ -190,6 +190,39 @@ def test_a_restart_with_the_same_flags_and_image_asks_the_engine_to_check_them_o
     assert len(argument_checks(docker)) == 3
 
 
+@pytest.mark.parametrize("answer,code,quoted", [
+    # Exit 2: the engine printed its usage for a wrong flag.
+    ((2, "usage: tensorfold-native serve MODEL [flags]\nunknown flag --foo", ""), "E_SETTINGS",
+     "(exit 2): usage: tensorfold-native serve MODEL [flags] | unknown flag --foo. Flags: --tp 2"),
+    # Exit 1 with another problem than the missing model: the engine could not load, the flags are not at fault.
+    ((1, "tensorfold: no CUDA kernel set for sm_120 at /opt/tensorfold/kernels\n", ""), "E_IMAGE",
+     "the engine in img:tag could not start for the argument check (exit 1): tensorfold: no CUDA kernel set for "
+     "sm_120 at /opt/tensorfold/kernels."),
+    # Docker's own statuses: 125 the daemon, 126/127 a command it could not run.
+    ((125, "", "docker: Error response from daemon: invalid mount config for type \"bind\": bind source path does "
+               "not exist: /data/.state/argument-check/api-key."), "E_START",
+     "docker could not run the argument check (exit 125): docker: Error response from daemon: invalid mount config"),
+    ((127, "", 'docker: Error response from daemon: failed to create task for container: exec: "/bin/bash": '
+               "stat /bin/bash: no such file or directory"), "E_START",
+     "docker could not run the argument check (exit 127): docker: Error response"),
+])
+def test_the_argument_check_tells_a_flag_error_from_a_load_failure_and_from_docker(tmp_path, answer, code, quoted):
+    docker = FakeDocker(fitting)
+    docker.argument_check = answer
+    with pytest.raises(ec.StartFailed) as failed:
+        engine(tmp_path, docker).run("started")
+    assert failed.value.code == code and quoted in failed.value.message
+    assert ("Fix the setting behind the named flag" in failed.value.message) == (code == "E_SETTINGS")
+    assert "nothing running was touched" in failed.value.message and starts(docker) == 0
+
+
+def test_the_argument_check_accepts_exit_1_naming_the_missing_model(tmp_path):
+    docker = FakeDocker(fitting)
+    docker.argument_check = (1, "warning: non-loopback server has no API key; requests are open\n",
+                             "tensorfold: /nonexistent/argument-check is neither a directory nor a Hugging Face repo id\n")
+    assert engine(tmp_path, docker, context="65536").run("started")["status"] == "running"
+
+
 def test_the_wait_asks_health_four_times_a_second_and_docker_once_a_second(tmp_path):
     docker = FakeDocker(fitting)
     box = engine(tmp_path, docker, context="65536")
