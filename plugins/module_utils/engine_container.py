@@ -43,8 +43,12 @@ ACCEPTED = "neither a directory nor a Hugging Face repo id"
 STATE_RECORD = "engine.json"
 # How often a start asks /health while it waits for the API.
 WAIT_POLL_S = 0.25
-# The most containers one start runs: the first, and the context fit's retries (start_locked).
-MAX_STARTS = 3
+# The most starts that try the GPUs' memory in one start (start_locked): the first, one at the
+# window its figures allow, and one more at the window the other rank's figures allow.
+MEMORY_STARTS = 3
+# The most containers one start runs: those, and one refused by the model's own window, which
+# names no memory figures and so does not count as one of them.
+MAX_STARTS = MEMORY_STARTS + 1
 # What a start holding the lock spends besides its waits: the argument check and docker's own steps.
 START_STEPS_S = 120
 
@@ -623,10 +627,11 @@ class EngineContainer(object):
     def start_locked(self, image, window, cached):
         p = self.p
         auto = str(p["context"]).strip().lower() == "auto"
-        refusals, kinds, budgets = [], [], []
-        # At most three starts: one more at the window the figures allow, and a third when the
-        # first refusal was the model's window (it names no memory figures), or when the second
-        # names other memory figures than the first: the other rank's, which the first refusal
+        refusals, budgets = [], []
+        # With auto, a refusal is answered with a start at the window the engine's figures allow:
+        # always after a refusal of the model's window (it names no memory figures, so it does not
+        # count as a memory start) and after the first memory refusal; after the second only when
+        # it names other memory figures than the first: the other rank's, which the first refusal
         # cut off by closing the link. Each retry asks for less, so it never loops.
         for number in range(1, MAX_STARTS + 1):
             outcome, logs, run_dir = self.attempt(image, window, number)
@@ -636,13 +641,13 @@ class EngineContainer(object):
             fit = context_fit.analyse(text, window, str(p["parallel"]), page_rows=p["page_rows"])
             if fit["refused"]:
                 refusals.append(fit["reason"])
-                kinds.append(fit["kind"])
-                budgets.append(context_fit.budget(fit["reason"]))
-                third = kinds[0] == "window" or (budgets[-1] is not None and budgets[-1] not in budgets[:-1])
-                retry = (auto and (number == 1 or (number < MAX_STARTS and third))
+                if fit["kind"] != "window":
+                    budgets.append(context_fit.budget(fit["reason"]))
+                other_figures = budgets and budgets[-1] is not None and budgets[-1] not in budgets[:-1]
+                retry = (auto and (fit["kind"] == "window" or len(budgets) == 1
+                                   or (len(budgets) < MEMORY_STARTS and other_figures))
                          and fit["context"] is not None and fit["context"] < window)
                 if retry:
-                    context_fit.write_cache_entry(self.fit_file, self.key, fit["context"])
                     self.docker.remove(p["name"])
                     window = fit["context"]
                     continue
@@ -664,6 +669,10 @@ class EngineContainer(object):
                 self.fail("E_API", "the API answers, but after %s s %s. %s" % (p["wait_timeout"], said, self.tails(logs)),
                           "Raise tensorfold_wait_timeout if warming up takes that long on this box.")
             self.fail("E_START", "the container ended (%s) before the API answered. %s" % (outcome[7:], self.tails(logs)))
+        if auto and number > 1:
+            # Recorded only once a start at this window serves: a window the engine refused in
+            # the end (E_FIT) is never the next start's first.
+            context_fit.write_cache_entry(self.fit_file, self.key, window)
         self.keep_restarting(None)
         self.save_models(run_dir)
         return self.served(window, number, None)

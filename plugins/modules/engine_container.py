@@ -18,9 +18,11 @@ description:
     in a throw-away container with the same mounts, stops the old container, starts the new one,
     and waits for C(/health), failing at once when the container ends.
   - With O(context=auto), a memory-fit refusal is answered once with the largest window the engine's
-    own figures allow (recorded in C(DATA_DIR/.state/context-fit.tsv) under the key of O(fit_fields));
-    after a refusal of the model's window, which names no memory figures, the start at that window
-    gets one more (three starts at most). Otherwise a refusal fails, naming the window that would fit.
+    own figures allow, and once more when the next refusal names other figures (the other rank's);
+    a refusal of the model's window, which names no memory figures, is answered with that window
+    and does not count (four starts at most). The window that served is recorded in
+    C(DATA_DIR/.state/context-fit.tsv) under the key of O(fit_fields). Otherwise a refusal fails,
+    naming the window that would fit.
   - What was started (image, GPUs, window) is recorded in C(DATA_DIR/.state/engine.json), so a restart
     finds the image when no container runs.
   - Once the API answers the container gets O(restart_policy), so a Docker or host restart brings it
@@ -149,7 +151,7 @@ options:
   lock_wait:
     description:
       - Seconds to wait for another start to release the lock before failing with E_LOCK.
-      - Unset, the longest another start may hold it - three starts each waiting up to O(wait_timeout), the stop's
+      - Unset, the longest another start may hold it - four starts each waiting up to O(wait_timeout), the stop's
         O(stop_grace) twice, and 120 s for the argument check and docker's own steps - so a start waits out one
         in progress.
     type: int

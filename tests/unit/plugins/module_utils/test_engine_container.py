@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """engine_container's flow against a scripted docker CLI: the lock's life, the context retries
-(three starts at most), what a refused start says, what a restart does on a host that never
+(four starts at most), what a refused start says, what a restart does on a host that never
 served, the record, and the drain count."""
 from __future__ import absolute_import, division, print_function
 
@@ -345,10 +345,16 @@ def test_lock_wait_outlasts_a_start_in_progress(tmp_path):
 
 
 def test_the_default_lock_wait_outlasts_the_longest_start(tmp_path, monkeypatch):
-    # Each of the three starts loads for almost the whole wait_timeout, then is refused: the lock
-    # is held about three wait_timeouts, and a start waiting the default wait must outlast that.
+    # Each of the four starts (the model's window, then three memory refusals, each with other
+    # figures) loads for almost the whole wait_timeout, then is refused: the lock is held about
+    # four wait_timeouts, and a start waiting the default wait must outlast that.
     clock = {"t": 0.0}
-    docker = FakeDocker(lambda w: (True, MODEL_WINDOW % w if w > 262144 else no_stream(w, "10.00", "9.40"), ""))
+
+    def serve(window):
+        left = {262144: "9.40", 245760: "5.00"}.get(window, "4.00")
+        return True, MODEL_WINDOW % window if window > 262144 else no_stream(window, "%.2f" % (10.0 * window / 262144), left), ""
+
+    docker = FakeDocker(serve)
     began = {}
 
     def run(argv):
@@ -364,13 +370,13 @@ def test_the_default_lock_wait_outlasts_the_longest_start(tmp_path, monkeypatch)
     acquire, release = ec.Lock.acquire, ec.Lock.release
     monkeypatch.setattr(ec.Lock, "acquire", lambda lock, *a: held.update(at=clock["t"]) or acquire(lock, *a))
     monkeypatch.setattr(ec.Lock, "release", lambda lock: held.update(by=clock["t"]) or release(lock))
-    box = ec.EngineContainer(params(tmp_path, wait_timeout=2400, stop_grace=20, lock_wait=None), ec.Docker(run),
+    box = ec.EngineContainer(params(tmp_path, wait_timeout=2400, stop_grace=20, lock_wait=None, parallel="auto"), ec.Docker(run),
                              sleep=lambda s: clock.update(t=clock["t"] + s), clock=lambda: clock["t"],
                              http=lambda path, timeout=5, key=None, body=None: (None, "refused"))
     with pytest.raises(ec.StartFailed) as failed:
         box.run("started")
-    assert failed.value.code == "E_FIT" and starts(docker) == ec.MAX_STARTS
-    assert 3 * 2399 <= held["by"] - held["at"] <= ec.longest_start_s(2400, 20) == 7360
+    assert failed.value.code == "E_FIT" and starts(docker) == ec.MAX_STARTS == 4
+    assert 4 * 2399 <= held["by"] - held["at"] <= ec.longest_start_s(2400, 20) == 9760
 
 
 def test_without_a_lock_wait_a_start_waits_the_longest_start_then_says_e_lock(tmp_path):
@@ -381,8 +387,8 @@ def test_without_a_lock_wait_a_start_waits_the_longest_start_then_says_e_lock(tm
     with pytest.raises(ec.StartFailed) as failed:
         box.run("started")
     held.close()
-    assert failed.value.code == "E_LOCK" and "(waited 430 s;" in failed.value.message
-    assert box.clock() >= 430
+    assert failed.value.code == "E_LOCK" and "(waited 530 s;" in failed.value.message
+    assert box.clock() >= 530
 
 
 def test_stop_turns_the_restart_policy_off_first_and_archives(tmp_path):
@@ -504,6 +510,41 @@ def test_the_other_ranks_refusal_after_the_first_ranks_gets_a_third_start(tmp_pa
     result = engine(tmp_path, docker, parallel="auto").run("started")
     assert result["status"] == "running" and result["starts"] == 3 and 8.0 * result["context"] / 1048576 <= 5.0
     assert open(str(tmp_path / ".state" / "context-fit.tsv")).read().count("\t%d\t" % result["context"]) == 1
+
+
+def test_a_model_window_refusal_then_both_ranks_memory_refusals_get_a_fourth_start(tmp_path):
+    # The model takes 202,752 tokens; rank 0 has 5.30 GiB left, rank 1 (a desktop on its card)
+    # 4.10 GiB, and rank 0's refusal closes the link before rank 1 prints its own. The model's
+    # window names no memory figures, so it does not use up one of the memory starts.
+    def serve(window):
+        if window > 202752:
+            return False, "tensorfold: --context %d exceeds this model's 202752-token window" % window, ""
+        cost = 8.0 * window / 1048576
+        if 4 * cost > 5.30:
+            return False, no_stream(window, "%.2f" % cost, "5.30"), "rank 1: rank 0 closed the control link; exiting"
+        if 4 * cost > 4.10:
+            return False, "rank 0: rank 1 closed the control link; exiting", no_stream(window, "%.2f" % cost, "4.10")
+        return True, startup(4, window), "rank 1: settings agreed, NCCL joined"
+
+    docker = FakeDocker(serve)
+    result = engine(tmp_path, docker).run("started")
+    assert result["status"] == "running" and result["starts"] == 4 and 4 * 8.0 * result["context"] / 1048576 <= 4.10
+    # Only the window that served is recorded, and the next start begins with it.
+    cache = open(str(tmp_path / ".state" / "context-fit.tsv")).read()
+    assert "\t%d\t" % result["context"] in cache and "\t172544\t" not in cache
+    docker.containers.clear()
+    again = engine(tmp_path, docker).run("started")
+    assert again["starts"] == 1 and again["context"] == result["context"]
+
+
+def test_a_start_that_fails_records_no_window(tmp_path):
+    # Two memory refusals with the same figures: E_FIT, and the window refused second is not
+    # what the next start begins with.
+    docker = FakeDocker(lambda w: (False, no_stream(w, "10.00", "9.40"), ""))
+    with pytest.raises(ec.StartFailed) as failed:
+        engine(tmp_path, docker).run("started")
+    assert failed.value.code == "E_FIT" and starts(docker) == 2
+    assert not (tmp_path / ".state" / "context-fit.tsv").exists()
 
 
 def test_starts_stay_bounded_at_three(tmp_path):
