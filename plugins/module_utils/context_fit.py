@@ -254,15 +254,19 @@ def budget(reason):
     return None
 
 
-# The runner's first line of each start, in both rank logs (engine_args.RUNNER).
-_RUN_START = re.compile(r"^runner: \S+ starting rank 1 and rank 0\b.*$", re.MULTILINE)
+# The runner's first line of each start, in both rank logs (engine_args.RUNNER). Not anchored at
+# a line's start: a rank killed mid-line leaves its last line unfinished, and a log written before
+# the runner put its line on a line of its own has the next start's line run on from it.
+_RUN_START = re.compile(r"runner: \S+ starting rank 1 and rank 0\b")
 
 
 def latest_run(text):
-    """The part of one rank log the last start wrote: the runner appends each start's lines to the
-    same file, and an earlier start's refusal or startup line is not this one's."""
-    starts = list(_RUN_START.finditer(text or ""))
-    return text[starts[-1].start():] if starts else (text or "")
+    """The part of one rank log the last start wrote (terminal escapes removed, one line break
+    per line, as :func:`analyse` reads it): the runner appends each start's lines to the same
+    file, and an earlier start's refusal or startup line is not this one's."""
+    text = clean(text)
+    starts = list(_RUN_START.finditer(text))
+    return text[starts[-1].start():] if starts else text
 
 
 def analyse(text, requested_context, parallel="auto", kv_pages=True, page_rows=512):

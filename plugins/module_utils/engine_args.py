@@ -262,9 +262,13 @@ if [ "${1:-}" = "--argument-check" ]; then
 fi
 
 # Both logs get the line: each is appended to across runs, and a reader takes the last run from it.
+# It goes on a line of its own: a rank killed mid-line (or a progress line ended by a carriage
+# return) leaves its log without a final line break.
 started="runner: $(date -u +%%FT%%TZ) starting rank 1 and rank 0 (window %(context)s)"
-echo "$started" >>"$LOG_DIR/rank1.log"
-echo "$started" >>"$LOG_DIR/rank0.log"
+for log in "$LOG_DIR/rank1.log" "$LOG_DIR/rank0.log"; do
+  if [ -s "$log" ] && [ -n "$(tail -c 1 "$log")" ]; then echo >>"$log"; fi
+  echo "$started" >>"$log"
+done
 
 "$ENGINE" serve %(model)s "${BOTH[@]}" "${RANK1[@]}" >>"$LOG_DIR/rank1.log" 2>&1 &
 RANK1_PID=$!

@@ -37,7 +37,8 @@ options:
     description:
       - A rank log file on the host to read instead of O(log); a missing file reads as empty.
       - Only the last start's part is read, from the runner's last C(runner ... starting rank 1 and rank 0) line on,
-        because the runner appends every start to the same file.
+        because the runner appends every start to the same file; that line is found also where it runs on from an
+        unfinished line (a rank killed mid-line, a progress line ended by a carriage return).
     type: path
   requested_context:
     description: The window the engine was asked for, in tokens; the answer is never above it.

@@ -12,6 +12,7 @@ whose ranks end in orders the stand-in cannot time, for the runner's naming of t
 
 import json
 import os
+import re
 import shlex
 import signal
 import socket
@@ -28,7 +29,7 @@ STANDIN = os.path.join(ROOT, "tests", "standins", "engine", "tensorfold_native.p
 sys.path.insert(0, os.path.join(ROOT, ".cache", "collections"))
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import engine_args  # noqa: E402
-from ansible_collections.glm53.tensorfold.plugins.module_utils.context_fit import analyse  # noqa: E402
+from ansible_collections.glm53.tensorfold.plugins.module_utils.context_fit import analyse, latest_run  # noqa: E402
 from ansible_collections.glm53.tensorfold.plugins.module_utils.engine_container import EngineContainer  # noqa: E402
 from ansible_collections.glm53.tensorfold.plugins.module_utils.plan import plan_lines  # noqa: E402
 
@@ -83,14 +84,17 @@ class Box(object):
             text = text.replace("  " + mount + "\n", "  " + here + "\n")
         return text.replace(shlex.quote(engine_args.ENGINE), shlex.quote(self.engine))
 
-    def start(self, s, window, timeout=30, late_wait=False):
+    def start(self, s, window, timeout=30, late_wait=False, earlier=None):
         """Run the runner at ``window``: (exit status or None while serving, rank logs, process).
 
         ``late_wait``: the runner reaches its wait for the ranks only after both have ended, as a
-        runner kept off the CPU would (bash has by then filed both away as finished jobs)."""
+        runner kept off the CPU would (bash has by then filed both away as finished jobs).
+        ``earlier``: the rank logs' text before this start, as an earlier start left them."""
         self.runs += 1
         logs = self.tmp / ("run%d" % self.runs)
         logs.mkdir()
+        for rank, text in enumerate(earlier or ()):
+            (logs / ("rank%d.log" % rank)).write_text(text)
         runner = logs / "runner.sh"
         text = self.script(engine_args.runner_script(s, window, "0,1"), str(logs))
         if late_wait:
@@ -155,6 +159,23 @@ def test_auto_context_converges_with_one_retry(tmp_path, free_gib, parallel, kv_
         assert "%d-token window" % int(answer) in logs[0]
     finally:
         assert stop(proc) == 143  # a stopped container is not a success: on-failure restarts it after a reboot
+
+
+def test_the_runner_puts_its_start_line_on_a_line_of_its_own(tmp_path):
+    # An earlier start refused with other figures, and rank 0 was killed mid-line: this start's
+    # line still begins a line, so a reader takes this start's refusal, not the earlier one's.
+    box = Box(tmp_path, 93.8)
+    s = settings()
+    status, first, unused, unused = box.start(s, 1048576)
+    earlier = [re.sub(r"[0-9.]+ GiB is left", "2.00 GiB is left", first[0]) + "rank 0: hashing shard 7/40", first[1]]
+    assert earlier[0] != first[0] + "rank 0: hashing shard 7/40" and earlier[1].endswith("\n")
+    status, logs, unused, unused = box.start(s, 1048576, earlier=earlier)
+    assert status == 1, logs
+    assert "rank 0: hashing shard 7/40\nrunner: " in logs[0]
+    assert logs[1].startswith(earlier[1] + "runner: ")  # no blank line after a finished one
+    for log in logs:
+        assert latest_run(log).startswith("runner: ") and latest_run(log).count("starting rank 1 and rank 0") == 1
+    assert analyse(latest_run(logs[0]), 1048576, "4")["context"] == analyse(first[0], 1048576, "4")["context"]
 
 
 def test_both_ranks_refusing_take_the_smaller_answer(tmp_path):

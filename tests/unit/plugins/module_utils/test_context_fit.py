@@ -10,6 +10,7 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils.context_fit impor
     budget,
     analyse,
     fit_key,
+    latest_run,
     parse_cache,
     read_cache_file,
     write_cache_entry,
@@ -187,3 +188,20 @@ def test_a_refusals_budget_is_the_memory_it_says_is_left():
     assert budget("tensorfold: --parallel 4 needs 16.00 GiB for its streams at a 524288-token window, and the CUDA "
                   "memory budget leaves 9.30 GiB: serve --parallel 2, or lower --context") == "9.30"
     assert budget("tensorfold: --context 2000000 exceeds this model's 1048576-token window") is None
+
+
+RUN_START = "runner: 2026-12-0%dT10:00:00Z starting rank 1 and rank 0 (window 1048576)\n"
+
+
+def test_the_latest_run_starts_at_the_last_runner_line_even_after_an_unfinished_line():
+    # An earlier start refused with 2.00 GiB left; the last one with 9.40 GiB. A rank killed
+    # mid-line, or a progress line ended by a carriage return, leaves no line break before the
+    # runner's next line: that start is still the last one.
+    earlier = RUN_START % 1 + no_stream(1048576, 10.00, 2.00) + "\n"
+    last = RUN_START % 2 + no_stream(1048576, 10.00, 9.40) + "\n"
+    for between in ("rank 0: hashing shard 7/40\n", "rank 0: hashing shard 7/40", "hashing 7/40\r",
+                    "\x1b[32mhashing 7/40\x1b[0m"):
+        run = latest_run(earlier + between + last)
+        assert run.startswith("runner: 2026-12-02T10:00:00Z"), repr(between)
+        assert analyse(run, 1048576, "auto")["context"] == 984576
+    assert latest_run(no_stream(1048576, 10.00, 2.00)) == no_stream(1048576, 10.00, 2.00)  # no runner line: all
