@@ -15,8 +15,8 @@ the figures it used (see docs/rank_container.md, "How CONTEXT=auto finds the win
 
 A budget may be printed negative (a reserve above the free memory). A refusal is read on one line
 as the engine prints it, or split over a few lines (wrapped, or with another line such as NCCL's
-debug output in between, since a rank's stdout and stderr share one log); terminal escapes are
-removed first.
+debug output in between, since a rank's stdout and stderr share one log, or with the first line's
+prefix, a timestamp or a rank's tag, on each piece); terminal escapes are removed first.
 
 A stream's memory grows linearly with its window, so a refusal gives the cost of one token.
 The engine admits a numeric ``--parallel P`` only when P streams fit at the window, with shared
@@ -137,16 +137,42 @@ def _joined(pieces):
     return None
 
 
+def _line_prefix(line):
+    """What a log writer put before the refusal that begins on ``line`` (a timestamp, a ``[rank0]``
+    tag; not the engine's own ``tensorfold:``), as a pattern for the start of the lines it goes on
+    over, each run of digits standing for any (a later timestamp); None when there is none."""
+    begins = [line.find(head) for head in _HEADS if head in line]
+    if begins:
+        end = min(begins)
+    else:  # the line ends in the first part of a head (_may_continue)
+        cut = _CUT_HEAD.match(line[::-1])
+        end = len(line) - len(cut.group(0).rstrip()) if cut else 0
+    prefix = line[:end].strip()
+    if prefix.endswith("tensorfold:"):
+        prefix = prefix[:-len("tensorfold:")].strip()
+    if not prefix:
+        return None
+    return re.compile(r"^" + re.sub(r"[0-9]+", "[0-9]+", re.escape(prefix)) + r"\s*")
+
+
 def _split_refusal(lines, first):
     """A refusal that begins on ``lines[first]`` and goes on over the next lines, passing over blank
-    lines and lines that are clearly other output, at most LOOKAHEAD lines on.
+    lines and lines that are clearly other output, at most LOOKAHEAD lines on. When the first line
+    carries a prefix before the refusal (a timestamp, a rank's tag), the same prefix is taken off
+    the lines it goes on over.
 
     Returns (kind, match, text, numbers of the lines joined) or None. The refusal must begin on
     the first line, and the search ends at the first joined text that holds one: lines after it,
     or unrelated to it, are never joined."""
-    pieces, used = [lines[first].rstrip()], []
+    pieces, used, prefix = [lines[first].rstrip()], [], False
     for number in range(first + 1, min(len(lines), first + 1 + LOOKAHEAD)):
         piece = lines[number].strip()
+        if not piece or _OTHER.search(piece):
+            continue
+        if prefix is False:  # worked out only for a line that may be joined: most candidates have none
+            prefix = _line_prefix(pieces[0])
+        if prefix is not None:
+            piece = prefix.sub("", piece, count=1)
         if not piece or _OTHER.search(piece):
             continue
         pieces.append(piece)

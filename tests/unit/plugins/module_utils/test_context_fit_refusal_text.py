@@ -61,6 +61,24 @@ def test_a_refusal_split_over_lines_is_joined_back(split):
     assert found["reason"] == "2026-11-29T10:00:00Z " + NO_STREAM  # the engine's own text
 
 
+@pytest.mark.parametrize("prefix", [
+    pytest.param(lambda n: "2026-11-29T10:00:00.00%dZ " % n, id="timestamp-on-each-line"),
+    pytest.param(lambda n: "[rank0] ", id="rank-tag-on-each-line"),
+    pytest.param(lambda n: "[rank0] 10:00:0%d " % n, id="tag-and-time"),
+])
+@pytest.mark.parametrize("wrap", [
+    pytest.param(lambda line: textwrap.wrap(line, 80), id="word-wrap-80"),
+    pytest.param(lambda line: [line[i:i + 70] for i in range(0, len(line), 70)], id="cut-at-70"),
+])
+def test_a_refusal_split_over_lines_that_each_carry_a_prefix_is_joined_back(prefix, wrap):
+    # A log writer that stamps every line (a timestamp, a rank's tag) puts the same prefix before
+    # each piece of a wrapped refusal: it is taken off the pieces the refusal goes on over.
+    log = "\n".join(prefix(n) + piece for n, piece in enumerate(wrap(NO_STREAM)))
+    found = context_fit.analyse(log, 1048576, "auto")
+    assert (found["kind"], found["context"]) == ("no_stream", ONE_STREAM)
+    assert found["reason"] == prefix(0) + NO_STREAM
+
+
 def test_split_refusals_of_every_kind_are_read():
     window = "tensorfold: --context 1048576 exceeds this model's 262144-token window"
     found = context_fit.analyse(window.replace("this ", "this\n"), 1048576, "4")
