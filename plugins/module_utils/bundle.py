@@ -445,10 +445,17 @@ COLLECTION_PARTS = ("galaxy.yml", "README.md", "LICENSE", "CHANGELOG.rst", "meta
 # A secret setting with its value: at a line's start (YAML, INI), after a space (an INI host line's
 # other variables) or inside a YAML flow mapping ({..., name: value}); the value runs to a comma,
 # brace or space unless quoted.
-_SECRET_RE = re.compile(r"(?:^|[\s{,])[\"']?(tensorfold_hf_token|tensorfold_api_key|vault_[A-Za-z0-9_]+)[\"']?\s*[:=]\s*"
+# Ansible's connection and become passwords count as secrets too (ansible_password,
+# ansible_ssh_pass, ansible_become_password, ansible_become_pass and their older spellings).
+_SECRET_RE = re.compile(r"(?:^|[\s{,])[\"']?(tensorfold_hf_token|tensorfold_api_key|vault_[A-Za-z0-9_]+"
+                        r"|ansible_(?:ssh_|become_|sudo_|su_)?pass(?:word)?)[\"']?\s*[:=]\s*"
                         r"(\"[^\"]*\"?|'[^']*'?|[^\s,}#]*)")
 _COMMENT = re.compile(r"^\s*[#;]")
 _BLOCK_SCALAR = re.compile(r"^[>|][-+0-9]*$")
+# The line a value continues on: a YAML key, a list item or a comment is not the value.
+_NOT_A_VALUE = re.compile(r"^(?:[#;-]|[\"']?[A-Za-z0-9_.-]+[\"']?\s*:(?:\s|$))")
+# A PEM or OpenSSH private key (RSA, EC, OPENSSH, ENCRYPTED, PGP ... PRIVATE KEY [BLOCK]), anywhere.
+_PRIVATE_KEY_RE = re.compile(r"^[ \t]*-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.MULTILINE)
 SECRET_SCAN_INVENTORIES = "inventories/"  # literals are looked for there; vault files anywhere
 
 
@@ -492,10 +499,24 @@ def collection_members(src):
     return members, sorted(set(list_files(src)) - set(members))
 
 
+def _indent(line):
+    return len(line) - len(line.lstrip())
+
+
+def _continued_value(lines, number, key_line):
+    """The value a YAML key left empty (or with a block indicator) carries on its next non-empty
+    line, indented deeper than the key: a plain or block scalar. '' when none follows."""
+    following = next((ln for ln in lines[number:] if ln.strip()), "")
+    if _indent(following) <= _indent(key_line) or _NOT_A_VALUE.match(following.strip()):
+        return ""
+    return following.strip()
+
+
 def secret_problems(src, members):
-    """Members that would carry a secret: a vault file, or in an inventory a literal
-    tensorfold_hf_token, tensorfold_api_key or vault_* value (an example inventory edited in
-    place). 'path:line' each, never the value."""
+    """Members that would carry a secret: a vault file or a private key anywhere, or in an
+    inventory a literal tensorfold_hf_token, tensorfold_api_key, vault_* or Ansible password
+    value (an example inventory edited in place), on the key's line or continued on the next.
+    'path:line' each, never the value."""
     found = []
     for rel in members:
         try:
@@ -506,6 +527,9 @@ def secret_problems(src, members):
         if text.startswith("$ANSIBLE_VAULT;"):
             found.append("%s (a vault file)" % rel)
             continue
+        key = _PRIVATE_KEY_RE.search(text)
+        if key:
+            found.append("%s:%d (a private key)" % (rel, text.count("\n", 0, key.start()) + 1))
         if not rel.startswith(SECRET_SCAN_INVENTORIES):
             continue
         lines = text.splitlines()
@@ -514,8 +538,8 @@ def secret_problems(src, members):
                 continue
             for match in _SECRET_RE.finditer(line):
                 value = match.group(2).strip()
-                if _BLOCK_SCALAR.match(value):
-                    value = next((ln.strip() for ln in lines[number:] if ln.strip()), "")
+                if not value or _BLOCK_SCALAR.match(value):
+                    value = _continued_value(lines, number, line)
                 if value.strip("\"'") and "{{" not in value:
                     found.append("%s:%d (%s)" % (rel, number, match.group(1)))
     return found

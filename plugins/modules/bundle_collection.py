@@ -23,9 +23,11 @@ description:
     its vault, C(.gitignore) and the like never reach the bundle."
   - From an installed copy (C(FILES.json), no C(galaxy.yml)) exactly the files its C(FILES.json)
     lists.
-  - Fails with C(E_BUNDLE) before packing when a packed file holds a secret (a vault file, or a
-    literal C(tensorfold_hf_token), C(tensorfold_api_key) or C(vault_*) value), naming the file
-    and line, never the value.
+  - Fails with C(E_BUNDLE) before packing when a packed file holds a secret (a vault file, a
+    private key, or in an inventory a literal C(tensorfold_hf_token), C(tensorfold_api_key),
+    C(vault_*) or Ansible password (C(ansible_password), C(ansible_ssh_pass),
+    C(ansible_become_password)) value, on the key's line or the next), naming the file and line,
+    never the value.
 version_added: "0.1.0"
 author:
   - glm53.tensorfold contributors (@glm53)

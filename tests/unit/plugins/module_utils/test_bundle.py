@@ -340,3 +340,37 @@ def test_pip_download_output_names_saved_and_already_downloaded_files():
            "Saved ./b/python/wheels/ansible_core-2.19.14-py3-none-any.whl\n"
            "Successfully downloaded six ansible-core\n")
     assert bundle.pip_download_files(out) == ["ansible_core-2.19.14-py3-none-any.whl", "six-1.16.0-py2.py3-none-any.whl"]
+
+
+# The marker is put together here so that this file, a member of the bundle, holds none.
+def key_marker(kind):
+    return ("-----BEGIN " + kind + "PRIVATE KEY-----").encode()
+
+
+def test_ansible_passwords_private_keys_and_a_value_on_the_next_line_are_named_never_their_value(tmp_path):
+    files = {
+        "inventories/example/hosts.ini": (b"[gpu_hosts]\n"
+                                          b"gpu-01 ansible_host=10.0.0.1 ansible_password=pw-ini-literal\n"
+                                          b"gpu-02 ansible_become_password=pw-become-literal\n"
+                                          b"gpu-03 ansible_ssh_pass='{{ vault_ssh_pass }}'\n"),
+        "inventories/example/group_vars/all.yml": (b"ansible_ssh_pass: pw-yaml-literal\n"
+                                                   b"ansible_become_pass: \"{{ vault_become }}\"\n"
+                                                   b"tensorfold_hf_token:\n  hf_next_line_literal\n"
+                                                   b"vault_settings:\n  region: eu\n"
+                                                   b"tensorfold_api_key:\n"
+                                                   b"other: value\n"),
+        "files/id_ed25519": key_marker("OPENSSH ") + b"\nb3BlbnNzaC1rZXk\n",
+        "roles/r/files/key.pem": b"# a key\n" + key_marker("RSA ") + b"\nMIIE\n",
+        "docs/key.md": b"text\n    " + key_marker("") + b"\nMIIE\n",
+        "docs/public.md": b"-----BEGIN PUBLIC KEY-----\nMIIB\n",
+    }
+    for rel, text in files.items():
+        write(str(tmp_path / rel), text)
+    found = bundle.secret_problems(str(tmp_path), sorted(files))
+    assert found == ["docs/key.md:2 (a private key)", "files/id_ed25519:1 (a private key)",
+                     "inventories/example/group_vars/all.yml:1 (ansible_ssh_pass)",
+                     "inventories/example/group_vars/all.yml:3 (tensorfold_hf_token)",
+                     "inventories/example/hosts.ini:2 (ansible_password)",
+                     "inventories/example/hosts.ini:3 (ansible_become_password)",
+                     "roles/r/files/key.pem:2 (a private key)"]
+    assert not any(secret in " ".join(found) for secret in ("pw-", "hf_next", "b3Bl", "MIIE"))
