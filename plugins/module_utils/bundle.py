@@ -10,6 +10,8 @@ revision, image id and tag, package version). Layout of the bookkeeping, never c
 
 ``.state/items/NAME.json``  the record of one item as its part of the build left it (the manifest
                             is assembled from these, so parts can be built and resumed one by one)
+``.state/collection.json``  the collection tarball's name and the sha256 of the members it was
+                            packed from (bundle_collection packs again when they differ)
 ``.state/hashes.json``      sha256 already computed, keyed by path, size, mtime, ctime and inode:
                             a file that was not written since is not read again (a write, even one
                             that restores the mtime, moves the ctime)
@@ -543,6 +545,16 @@ def secret_problems(src, members):
                 if value.strip("\"'") and "{{" not in value:
                     found.append("%s:%d (%s)" % (rel, number, match.group(1)))
     return found
+
+
+def members_sha256(src, members):
+    """One sha256 over the collection's members (each one's sha256, size and path): what the
+    tarball is keyed on, so a changed patch or code fix reaches it without a version bump."""
+    files = []
+    for rel in members:
+        full = os.path.join(src, rel)
+        files.append({"path": rel, "size": os.path.getsize(full), "sha256": file_sha256(full)})
+    return tree_sha256(files)
 
 
 def stage_collection(src, members, work):

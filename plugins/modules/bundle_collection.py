@@ -12,8 +12,9 @@ DOCUMENTATION = r"""
 module: bundle_collection
 short_description: Pack the collection into the air-gapped bundle, and nothing else of its folder
 description:
-  - Writes C(ROOT/collection/glm53-tensorfold-VERSION.tar.gz) once per version (remove it to pack
-    the same version again).
+  - Writes C(ROOT/collection/glm53-tensorfold-VERSION.tar.gz), keyed on a sha256 over the files
+    it packs (kept in C(ROOT/.state/collection.json)): it is packed again whenever one of them
+    changed (a site patch under C(files/patches), a fix without a version bump), else left as it is.
   - "From a checkout (I(src) holds C(galaxy.yml)) only what the collection consists of is packed:
     C(galaxy.yml), C(README.md), C(LICENSE), C(CHANGELOG.rst), C(meta), C(plugins), C(roles),
     C(playbooks), C(docs), C(changelogs), C(files), C(templates), C(tests/unit), C(tests/sanity)
@@ -61,8 +62,12 @@ tarball:
   description: The tarball's name in the item folder C(collection).
   returned: success
   type: str
+members_sha256:
+  description: The sha256 over the packed files (each one's sha256, size and path), recorded in the manifest.
+  returned: success
+  type: str
 packed_files:
-  description: How many files were packed (0 when the tarball was there already).
+  description: How many files were packed (0 when the tarball was there already, from the same files).
   returned: success
   type: int
 left_out:
@@ -96,8 +101,7 @@ def main():
     root, src = params["root"], params["src"]
     tarball = "glm53-tensorfold-%s.tar.gz" % params["version"]
     target = os.path.join(root, "collection", tarball)
-    if os.path.isfile(target):
-        module.exit_json(changed=False, tarball=tarball, packed_files=0)
+    packed_from = os.path.join(root, bundle.STATE, "collection.json")
     work = os.path.join(root, bundle.STATE, "collection-src")
     out = os.path.join(root, bundle.STATE, "collection-build")
     try:
@@ -107,8 +111,12 @@ def main():
             module.fail_json(msg=problem("E_BUNDLE", host, "collection: %s would carry a secret into the bundle: %s" % (src, ", ".join(secrets)),
                                          "Keep site inventories and vault files outside the collection's folder"
                                          " (or refer to vault variables there), and run again."), code="E_BUNDLE")
+        key = {"tarball": tarball, "members_sha256": bundle.members_sha256(src, members)}
+        if os.path.isfile(target) and bundle.load_json(packed_from, {}) == key:
+            module.exit_json(changed=False, tarball=tarball, packed_files=0, members_sha256=key["members_sha256"])
         if module.check_mode:
-            module.exit_json(changed=True, tarball=tarball, packed_files=len(members), left_out=left_out)
+            module.exit_json(changed=True, tarball=tarball, packed_files=len(members), left_out=left_out,
+                             members_sha256=key["members_sha256"])
         bundle.stage_collection(src, members, work)
         shutil.rmtree(out, ignore_errors=True)
         os.makedirs(out, 0o755)
@@ -127,13 +135,15 @@ def main():
             bundle.pack_installed(work, members, built)
         os.chmod(built, 0o644)
         os.rename(built, target)
+        bundle.write_json_if_changed(packed_from, key)
     except (bundle.BundleError, OSError) as err:
         module.fail_json(msg=problem("E_BUNDLE", host, getattr(err, "what", str(err))), code="E_BUNDLE")
     finally:
         if not module.check_mode:
             for folder in (work, out):
                 shutil.rmtree(folder, ignore_errors=True)
-    module.exit_json(changed=True, tarball=tarball, packed_files=len(members), left_out=left_out)
+    module.exit_json(changed=True, tarball=tarball, packed_files=len(members), left_out=left_out,
+                     members_sha256=key["members_sha256"])
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ def test_the_collection_tarball_holds_no_stray_secret_of_the_checkout(tmp_path, 
     assert "roles/r/tasks/main.yml" in names and "inventories/example/hosts" in names
     assert not [n for n in names if "mysite" in n or n.startswith(".git")]
     assert b"site-secret" not in content and b"site_secret" not in content
-    assert os.listdir(os.path.join(root, ".state")) == []  # the staging folders are gone
+    assert os.listdir(os.path.join(root, ".state")) == ["collection.json"]  # the staging folders are gone
     assert not run(bundle_collection, {"root": root, "src": str(src), "version": "0.1.0"}, capsys)["changed"]
     # an example inventory edited in place with a real token is refused, never packed or echoed
     (src / "inventories/example/group_vars").mkdir()

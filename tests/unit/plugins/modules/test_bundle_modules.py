@@ -138,3 +138,27 @@ def test_an_installed_copy_is_packed_as_its_files_json_lists_and_a_vault_file_is
     (src / "roles/r/tasks/main.yml").write_text("$ANSIBLE_VAULT;1.1;AES256\n31\n")
     refused = run(bundle_collection, {"root": root, "src": str(src), "version": "0.2.0"}, capsys)
     assert refused["failed"] and "roles/r/tasks/main.yml (a vault file)" in refused["msg"]
+
+
+def test_the_collection_is_packed_again_when_a_file_changed_without_a_version_bump(tmp_path, capsys):
+    src = tmp_path / "installed"
+    files = {"MANIFEST.json": "{}", "files/patches/0001-site.patch": "--- a\n",
+             "FILES.json": json.dumps({"files": [{"name": "files/patches/0001-site.patch", "ftype": "file"}]})}
+    for rel, text in files.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(text)
+    root = str(tmp_path / "bundle")
+    args = {"root": root, "src": str(src), "version": "0.1.0"}
+    first = run(bundle_collection, args, capsys)
+    same = run(bundle_collection, args, capsys)
+    assert first["changed"] and not same["changed"] and same["members_sha256"] == first["members_sha256"]
+    (src / "files/patches/0001-site.patch").write_text("--- b\n")
+    with patch_module_args(dict(args, _ansible_check_mode=True)):
+        with pytest.raises(SystemExit):
+            bundle_collection.main()
+    assert json.loads(capsys.readouterr().out)["changed"]
+    again = run(bundle_collection, args, capsys)
+    assert again["changed"] and again["tarball"] == first["tarball"] and again["members_sha256"] != first["members_sha256"]
+    with tarfile.open(os.path.join(root, "collection", again["tarball"])) as archive:
+        assert archive.extractfile("files/patches/0001-site.patch").read() == b"--- b\n"
+    assert not run(bundle_collection, args, capsys)["changed"]
