@@ -106,10 +106,10 @@ class Hasher:
     ``bytes_read`` counts what was read, so a rebuild with nothing changed can show 0.
     """
 
-    def __init__(self, root, use_cache=True):
+    def __init__(self, root, use_cache=True, path=None):
         self.root = root
         self.use_cache = use_cache
-        self.path = os.path.join(root, STATE, "hashes.json")
+        self.path = path or os.path.join(root, STATE, "hashes.json")
         self.cache = load_json(self.path, {}) if use_cache else {}
         self.fresh = {}
         self.bytes_read = 0
@@ -142,6 +142,16 @@ class Hasher:
         if os.path.isdir(self.root):
             return write_json_if_changed(self.path, merged)
         return False
+
+
+def hash_cache_path(root, fallback_dir):
+    """Where a check of the bundle at ``root`` keeps its sha256 cache: ``.state/hashes.json`` in
+    the bundle, whose ``.state`` a tarball leaves out (it is made again), unless the bundle cannot
+    be written (read-only media); then a file of its own, named after root, in ``fallback_dir``."""
+    if os.path.isdir(os.path.join(root, STATE)) or os.access(root, os.W_OK):
+        return os.path.join(root, STATE, "hashes.json")
+    name = hashlib.sha256(os.path.abspath(root).encode("utf-8")).hexdigest()[:16]
+    return os.path.join(fallback_dir, "hashes-%s.json" % name)
 
 
 def list_files(folder):

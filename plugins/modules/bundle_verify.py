@@ -18,7 +18,9 @@ description:
   - With I(rehash=true) every byte is read again. With I(rehash=false) a file whose sha256 was
     computed before and that was not written since (same size, mtime, ctime, inode) is not read
     again, so the bundle is verified once where it lies.
-  - Changes nothing but its own sha256 cache in C(ROOT/.state/).
+  - Changes nothing but its own sha256 cache in C(ROOT/.state/), made when missing (a bundle
+    unpacked from its tarball, which leaves C(.state) out); when the bundle cannot be written
+    (read-only media) the cache is kept in C(~/.cache/glm53-tensorfold/bundle-hashes/) instead.
 version_added: "0.1.0"
 author:
   - glm53.tensorfold contributors (@glm53)
@@ -110,7 +112,8 @@ def main():
     root = params["root"]
     host = params["host_label"] or "localhost"
     manifest = bundle.load_json(os.path.join(root, bundle.MANIFEST), None)
-    hasher = bundle.Hasher(root, use_cache=not params["rehash"])
+    cache_path = bundle.hash_cache_path(root, os.path.expanduser("~/.cache/glm53-tensorfold/bundle-hashes"))
+    hasher = bundle.Hasher(root, use_cache=not params["rehash"], path=cache_path)
     version_problem = None
     if manifest is None or manifest.get("format") != bundle.FORMAT:
         problems = [{"item": bundle.MANIFEST, "what": "%s has no readable %s (format %d)" % (root, bundle.MANIFEST, bundle.FORMAT)}]
@@ -122,11 +125,11 @@ def main():
         problems += bundle.pin_problems(manifest, params["pins"])
         summary = dict((name, dict((k, item[k]) for k in ("kind", "size", "sha256", "meta")))
                        for name, item in manifest.get("items", {}).items())
-    if not module.check_mode and os.path.isdir(os.path.join(root, bundle.STATE)):
+    if not module.check_mode and os.path.isdir(root):
         try:
             hasher.save()
         except OSError:
-            pass  # a bundle on read-only media is checked all the same, only not remembered
+            pass  # a cache that cannot be written: the bundle is checked all the same, only not remembered
     result = dict(changed=False, problems=problems, checked_items=names, hashed_bytes=hasher.bytes_read,
                   version_problem=version_problem)
     if summary is not None:

@@ -5,6 +5,7 @@ __metaclass__ = type
 
 import json
 import os
+import shutil
 import tarfile
 
 import pytest
@@ -162,3 +163,24 @@ def test_the_collection_is_packed_again_when_a_file_changed_without_a_version_bu
     with tarfile.open(os.path.join(root, "collection", again["tarball"])) as archive:
         assert archive.extractfile("files/patches/0001-site.patch").read() == b"--- b\n"
     assert not run(bundle_collection, args, capsys)["changed"]
+
+
+def test_a_bundle_unpacked_without_its_state_folder_is_read_once(tmp_path, capsys, monkeypatch):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "model.safetensors").write_bytes(b"w" * 4096)
+    root = str(tmp_path / "bundle")
+    run(bundle_item, {"root": root, "name": "weights/model", "kind": "weights", "src": str(src)}, capsys)
+    run(bundle_manifest, {"root": root, "items": ["weights/model"]}, capsys)
+    shutil.rmtree(os.path.join(root, ".state"))  # as the tarball route leaves it
+    quick = {"root": root, "rehash": False, "fail_on_problem": False}
+    assert run(bundle_verify, quick, capsys)["hashed_bytes"] == 4096
+    assert run(bundle_verify, quick, capsys)["hashed_bytes"] == 0
+    # a bundle that cannot be written keeps its cache in the controller's cache folder
+    shutil.rmtree(os.path.join(root, ".state"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    assert run(bundle_verify, quick, capsys)["hashed_bytes"] == 4096
+    assert run(bundle_verify, quick, capsys)["hashed_bytes"] == 0
+    assert not os.path.exists(os.path.join(root, ".state"))
+    assert len(os.listdir(str(tmp_path / "home/.cache/glm53-tensorfold/bundle-hashes"))) == 1
