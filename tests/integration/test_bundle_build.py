@@ -192,3 +192,13 @@ def test_a_killed_build_resumes(site):
     assert not [p for p in asked if p.endswith(landed[0])], "a shard that had landed was fetched again"
     rc, changed, out, _took = bundle_yml(site, "-e", "tensorfold_bundle=" + bundle, "--tags", "weights")
     assert rc == 0 and changed == 0, out[-3000:]
+
+
+def test_check_mode_on_a_new_folder_writes_nothing_and_says_what_it_would_build(site):
+    bundle = os.path.join(site["work"], "checked")
+    asked = hub_requests(site) if os.path.exists(site["log"]) else 0
+    rc, changed, out, _took = bundle_yml(site, "-e", "tensorfold_bundle=" + bundle, "--check")
+    assert rc == 0, out[-3000:]
+    assert not os.path.exists(bundle)
+    assert (hub_requests(site) if os.path.exists(site["log"]) else 0) == asked
+    assert "would build image, image-series, toolkit, python/hf-client, weights/model, weights/drafter, collection," in out, out[-3000:]
