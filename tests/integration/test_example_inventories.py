@@ -45,12 +45,16 @@ def test_example_inventory_puts_rank_zero_off_the_display_gpu():
     assert "tensorfold_gpus" not in data["_meta"]["hostvars"]["gpu-box-01"]
 
 
-def test_airgapped_inventory_points_every_download_at_a_mirror():
+def test_airgapped_inventory_builds_its_bundle_from_upstream_with_the_sites_image_inputs():
     data = inventory(os.path.join(ROOT, "inventories", "example-airgapped", "hosts"))
     host = data["_meta"]["hostvars"]["gpu-box-01"]
-    assert host["tensorfold_hf_endpoint"] != defaults()["tensorfold_hf_endpoint"]
-    assert host["tensorfold_image_build_strategy"] == "registry" and host["tensorfold_image_registry"]
-    for name in ("nvidia_toolkit_apt_repo_url", "nvidia_toolkit_gpg_key_url", "tensorfold_image_zig_url",
-                 "tensorfold_image_engine_repo"):
-        assert "internal.example" in host[name], name
+    shared = defaults()
+    assert host["tensorfold_bundle"]
+    # the build's sources are upstream, never the site's mirrors (which the build machine cannot reach)
+    assert host["bundle_hf_endpoint"] == shared["tensorfold_hf_endpoint"]
+    assert host["bundle_toolkit_apt_repo_url"] == shared["nvidia_toolkit_apt_repo_url"]
+    assert host["bundle_toolkit_gpg_key_url"] == shared["nvidia_toolkit_gpg_key_url"]
+    # the image tag's inputs are one setting for both sides, not a site mirror
+    assert not [name for name, value in host.items() if name.startswith(("tensorfold_image_", "tensorfold_hf_endpoint"))
+                or "internal.example" in str(value)]
     assert host["tensorfold_api_key"] == "{{ vault_tensorfold_api_key }}"
