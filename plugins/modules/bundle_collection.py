@@ -12,9 +12,9 @@ DOCUMENTATION = r"""
 module: bundle_collection
 short_description: Pack the collection into the air-gapped bundle, and nothing else of its folder
 description:
-  - Writes C(ROOT/collection/glm53-tensorfold-VERSION.tar.gz), keyed on a sha256 over the files
+  - "Writes C(ROOT/collection/glm53-tensorfold-VERSION.tar.gz), keyed on a sha256 over the files
     it packs (kept in C(ROOT/.state/collection.json)): it is packed again whenever one of them
-    changed (a site patch under C(files/patches), a fix without a version bump), else left as it is.
+    changed (a site patch under C(files/patches), a fix without a version bump), else left as it is."
   - "From a checkout (I(src) holds C(galaxy.yml)) only what the collection consists of is packed:
     C(galaxy.yml), C(README.md), C(LICENSE), C(CHANGELOG.rst), C(meta), C(plugins), C(roles),
     C(playbooks), C(docs), C(changelogs), C(files), C(templates), C(tests/unit), C(tests/sanity)
