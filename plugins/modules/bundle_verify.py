@@ -20,7 +20,7 @@ description:
     again, so the bundle is verified once where it lies.
   - Changes nothing but its own sha256 cache in C(ROOT/.state/), made when missing (a bundle
     unpacked from its tarball, which leaves C(.state) out); when the bundle cannot be written
-    (read-only media) the cache is kept in C(~/.cache/glm53-tensorfold/bundle-hashes/) instead.
+    (read-only media) the cache is kept in I(hash_cache_dir) instead.
 version_added: "0.1.0"
 author:
   - glm53.tensorfold contributors (@glm53)
@@ -52,6 +52,10 @@ options:
     description: Fail with C(E_BUNDLE) when a problem is found; with false, return the problems only.
     type: bool
     default: true
+  hash_cache_dir:
+    description: Where the sha256 cache of a bundle that cannot be written (read-only media) is kept, on the controller.
+    type: path
+    default: ~/.cache/glm53-tensorfold/bundle-hashes
 attributes:
   check_mode:
     support: full
@@ -105,6 +109,7 @@ def main():
             collection_version=dict(type="str"),
             rehash=dict(type="bool", default=True),
             fail_on_problem=dict(type="bool", default=True),
+            hash_cache_dir=dict(type="path", default="~/.cache/glm53-tensorfold/bundle-hashes"),
         ),
         supports_check_mode=True,
     )
@@ -112,7 +117,7 @@ def main():
     root = params["root"]
     host = params["host_label"] or "localhost"
     manifest = bundle.load_json(os.path.join(root, bundle.MANIFEST), None)
-    cache_path = bundle.hash_cache_path(root, os.path.expanduser("~/.cache/glm53-tensorfold/bundle-hashes"))
+    cache_path = bundle.hash_cache_path(root, params["hash_cache_dir"])
     hasher = bundle.Hasher(root, use_cache=not params["rehash"], path=cache_path)
     version_problem = None
     if manifest is None or manifest.get("format") != bundle.FORMAT:
