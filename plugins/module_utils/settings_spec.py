@@ -170,21 +170,24 @@ def raw_form_problems(spec, values, host):
 
 
 def unresolved_setting(name, error, host, secret=False):
-    """An E_SETTINGS record for a setting whose template failed, or None when it waits on a host
-    fact (an undefined ``ansible_*`` name: pre-flight gathers none; its role checks it later).
-    The error's text is Ansible's, such as "'undefined' is undefined"; for a secret setting only
-    an undefined name is told, nothing else of its template."""
+    """An E_SETTINGS record for a setting whose template failed. The error's text is Ansible's,
+    such as "'undefined' is undefined"; for a secret setting only an undefined name is told,
+    nothing else of its template. An undefined ``ansible_*`` name (a host fact, or a name that is
+    none) is refused too: site.yml's plays gather no facts before the host checks read the settings
+    (gather_facts: false), so the value would fail there or later, uncoded, after host steps ran."""
     text = str(getattr(error, "message", None) or error).strip().splitlines()
     text = text[0] if text else type(error).__name__
     undefined = re.match(r"^'([A-Za-z_][A-Za-z0-9_]*)' is undefined", text)
+    todo = "Define what it refers to, or give the value itself."
     if undefined and undefined.group(1).startswith("ansible_"):
-        return None
+        todo = ("%s is neither in the inventory nor a fact the run has when it uses the setting (site.yml gathers "
+                "no facts before its host checks): give the value itself, per host in host_vars where it differs."
+                % undefined.group(1))
     if secret:
         text = "%s is undefined" % undefined.group(1) if undefined else "details not shown: a secret"
     elif len(text) > 200:
         text = text[:200] + "..."
-    return record("E_SETTINGS", host, "%s could not be templated (%s)" % (name, text),
-                  "Define what it refers to, or give the value itself.", setting=name)
+    return record("E_SETTINGS", host, "%s could not be templated (%s)" % (name, text), todo, setting=name)
 
 
 # Where the collection's own variable names are read from: every name the roles, playbooks and

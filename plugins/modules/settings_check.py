@@ -28,8 +28,8 @@ description:
     names, C(tensorfold_engine_names) (the engine's name rules, no name the collection itself passes
     to the ranks, each name once) and the form of the secrets (never shown)."
   - "A setting whose template fails is a problem naming the setting and Ansible's error (for a
-    secret only the undefined name); one waiting on a host fact (an undefined C(ansible_*) name)
-    is left to its role, as pre-flight gathers no facts."
+    secret only the undefined name). One templated on an undefined C(ansible_*) name (a host fact)
+    is refused too: site.yml gathers no facts before its host checks read the settings."
   - "Returns every problem at once as C([E_SETTINGS] host: what. What to do.) records, never the
     value of a C(no_log) setting (a secret's value is masked in other messages too, whole words for
     secrets under 8 characters, none under 4). Checking this host alone, it fails the host with every

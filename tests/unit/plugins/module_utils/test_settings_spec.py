@@ -163,8 +163,13 @@ def test_a_setting_whose_template_failed_is_named():
     entry = settings_spec.unresolved_setting("tensorfold_port", Exception("'undefined' is undefined"), "h")
     assert entry["code"] == "E_SETTINGS" and entry["setting"] == "tensorfold_port"
     assert entry["message"].startswith("[E_SETTINGS] h: tensorfold_port could not be templated ('undefined' is undefined).")
-    # A host fact: pre-flight gathers none, the role checks the value later.
-    assert settings_spec.unresolved_setting("tensorfold_host", Exception("'ansible_default_ipv4' is undefined"), "h") is None
+    # An undefined ansible_* name is refused too: no play gathers facts before the settings are used.
+    for name in ("ansible_default_ipv4", "ansible_api_port"):
+        entry = settings_spec.unresolved_setting("tensorfold_host", Exception("'%s' is undefined" % name), "h")
+        assert entry["code"] == "E_SETTINGS" and entry["setting"] == "tensorfold_host"
+        assert "('%s' is undefined)" % name in entry["message"] and "give the value itself" in entry["message"]
+    entry = settings_spec.unresolved_setting("tensorfold_api_key", Exception("'ansible_vault_key' is undefined"), "h", secret=True)
+    assert "ansible_vault_key is undefined" in entry["message"]
     # A secret's template is never shown, only what was undefined.
     entry = settings_spec.unresolved_setting("tensorfold_api_key", Exception("bad sk-canary{{ x"), "h", secret=True)
     assert "canary" not in entry["message"]
