@@ -41,6 +41,11 @@ _TOOLKIT_VERSION = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(~rc\.[0-9]+)?-[0-9]+$")
 # The gateway's settings that settings_problems of module_utils/gateway.py reads as integers.
 _GATEWAY_INTS = ("gateway_check_interval", "gateway_check_timeout", "gateway_check_fastinter_ms", "gateway_check_fall",
                  "gateway_port", "gateway_stats_port", "tensorfold_port")
+# The resources docker run's --ulimit takes (Docker's go-units ulimit table), and the restart
+# policies docker update --restart takes (on-failure with an optional retry count).
+DOCKER_ULIMITS = ("core", "cpu", "data", "fsize", "locks", "memlock", "msgqueue", "nice", "nofile", "nproc", "rss",
+                  "rtprio", "rttime", "sigpending", "stack")
+_RESTART_POLICY = re.compile(r"^(?:no|always|unless-stopped|on-failure(?::[0-9]+)?)$")
 # Characters a host folder may not hold: ":" and "," split docker's -v and --mount specs, '"'
 # quotes in --mount, "$" and control characters are read differently by shells and Ansible.
 _BAD_PATH_CHARS = re.compile(r'[:,"$\x00-\x1f\x7f]')
@@ -168,6 +173,23 @@ def _is_ip(value):
     except ValueError:
         return False
     return True
+
+
+def ulimit_problem(value):
+    """What is wrong with one rank_container_ulimits entry as engine_args.container_run_argv reads
+    it (NAME:SOFT:HARD, three parts), or None: a resource docker knows, whole numbers (-1 for
+    unlimited), the soft limit no higher than the hard one."""
+    parts = value.split(":") if isinstance(value, str) else []
+    if len(parts) != 3:
+        return "%r, which is not NAME:SOFT:HARD" % (value,)
+    name, soft, hard = parts[0], plain_int(parts[1]), plain_int(parts[2])
+    if name not in DOCKER_ULIMITS:
+        return "%r, which names %r, no resource docker's --ulimit takes" % (value, name)
+    if soft is None or hard is None or soft < -1 or hard < -1:
+        return "%r, with a limit that is not a whole number (-1 for unlimited)" % (value,)
+    if hard != -1 and (soft == -1 or soft > hard):
+        return "%r, with a soft limit above its hard one" % (value,)
+    return None
 
 
 def engine_names_problems(overrides):
@@ -396,6 +418,18 @@ def check_settings(settings, host, groups=None, defaults=None):
                 "Give each knob a flag (--name) or an environment variable name of its own, not one the "
                 "collection already passes to the ranks, and each name once.")
 
+    if isinstance(settings.get("rank_container_ulimits"), (list, tuple)):
+        for what in [ulimit_problem(entry) for entry in settings["rank_container_ulimits"]]:
+            if what:
+                bad("rank_container_ulimits", "holds %s" % what,
+                    "List docker ulimits as NAME:SOFT:HARD, such as memlock:-1:-1 or stack:67108864:67108864 "
+                    "(NAME one of %s)." % ", ".join(DOCKER_ULIMITS))
+                break
+    policy = settings.get("rank_container_restart_policy")
+    if has("rank_container_restart_policy") and not (isinstance(policy, str) and _RESTART_POLICY.fullmatch(policy)):
+        bad("rank_container_restart_policy", "is %r, not a restart policy docker takes" % (policy,),
+            "Use no, always, unless-stopped, on-failure or on-failure:N (N retries, such as on-failure:3).")
+
     # The toolkit's pins, checked here rather than in its batched play: earlier batches would have
     # installed packages before a later batch read a bad value.
     version = settings.get("nvidia_toolkit_version")
@@ -415,7 +449,12 @@ def check_settings(settings, host, groups=None, defaults=None):
 
     # Secrets: the values themselves are never echoed.
     key = settings.get("tensorfold_api_key")
-    if key is not None and not isinstance(key, str):
+    if has("tensorfold_api_key") and key is None:
+        # The roles read an unset key as "" (| length); null fails them after host steps ran.
+        bad("tensorfold_api_key", "is null (a `tensorfold_api_key:` line with no value)",
+            "For no key, remove the line or write tensorfold_api_key: \"\"; for a key, give it as a quoted string, "
+            "kept in a vault.")
+    elif key is not None and not isinstance(key, str):
         bad("tensorfold_api_key", "is not text (a list, a mapping or a number; the value is not shown)",
             "Give one key as a quoted string, kept in a vault.")
     elif key and (re.search(r"[\s,]", key) or len(key) < 8):

@@ -316,3 +316,35 @@ def test_the_toolkit_keyring_must_be_an_asc_file():
     problems = check_settings({"nvidia_toolkit_apt_keyring": "/etc/apt/keyrings/nvidia.gpg"}, "gpu1")
     assert _settings_named(problems) == ["nvidia_toolkit_apt_keyring"]
     assert "which does not end in .asc" in problems[0]["message"]
+
+
+def test_a_null_api_key_is_refused_without_showing_anything():
+    problems = check_settings(_with(tensorfold_api_key=None), "h")
+    assert [p["setting"] for p in problems] == ["tensorfold_api_key"]
+    assert "is null" in problems[0]["message"] and 'tensorfold_api_key: ""' in problems[0]["message"]
+    assert check_settings(_with(tensorfold_api_key=""), "h") == []
+
+
+@pytest.mark.parametrize("ulimits, ok", [
+    (["memlock:-1:-1", "stack:67108864:67108864"], True),
+    (["nofile:1024:4096"], True),
+    (["memlock=-1"], False),  # docker's own form, which the module's split cannot read
+    (["memlock:-1"], False),
+    (["mem:1:1"], False),
+    (["nofile:4096:1024"], False),
+    (["nofile:-1:1024"], False),
+    (["nofile:a:1"], False),
+    ([None], False),
+])
+def test_ulimits_are_checked_as_the_module_reads_them(ulimits, ok):
+    problems = check_settings({"rank_container_ulimits": ulimits}, "h")
+    assert [p["setting"] for p in problems] == ([] if ok else ["rank_container_ulimits"])
+
+
+@pytest.mark.parametrize("policy, ok", [
+    ("no", True), ("always", True), ("unless-stopped", True), ("on-failure", True), ("on-failure:3", True),
+    ("on-failure=3", False), ("on-failure:", False), ("sometimes", False), ("", False), ("on-failure:-1", False),
+])
+def test_the_restart_policy_is_one_docker_update_takes(policy, ok):
+    problems = check_settings({"rank_container_restart_policy": policy}, "h")
+    assert [p["setting"] for p in problems] == ([] if ok else ["rank_container_restart_policy"])
