@@ -134,7 +134,7 @@ class ActionModule(ControllerAction):
 
     def _check_host(self, host, task_vars, templar, image, shared):
         """One host's problems, fingerprint and warnings (``shared``: what every host's check reads alike)."""
-        spec, role_specs, defaults = shared["spec"], shared["role_specs"], shared["defaults"]
+        spec, defaults = shared["spec"], shared["defaults"]
         values, unresolved = self._values(spec, spec, task_vars, host, templar)
         # The inventory's groups: the image's build host and a gateway host's rules read them.
         problems = settings_spec.settings_problems(spec, values, host, unresolved, task_vars.get("groups"), defaults,
@@ -152,7 +152,7 @@ class ActionModule(ControllerAction):
             warnings += settings_spec.unknown_settings(strangers, known, spec, "inventory")
         # Computed afresh, never taken from a fact: a fingerprint that a fact cache kept from an
         # earlier run would hide changed settings from the fast path.
-        fingerprint = settings_fingerprint(spec, values, settings_spec.other_hosts_settings(role_specs))
+        fingerprint = settings_fingerprint(spec, values, shared["elsewhere"])
         return {"problems": problems, "fingerprint": fingerprint, "warnings": [entry["message"] for entry in warnings]}
 
     def answer(self, args, task_vars):
@@ -172,8 +172,9 @@ class ActionModule(ControllerAction):
             if problems:
                 result.update(failed=True, msg=[entry["message"] for entry in problems])
             return result
+        elsewhere = settings_spec.other_hosts_settings(role_specs) | settings_spec.fingerprint_excluded(role_specs)
         shared = {"spec": spec, "role_specs": role_specs, "defaults": defaults, "play_keywords": self._play_keyword_values(),
-                  "validated": {}}
+                  "validated": {}, "elsewhere": elsewhere}
         names = args["hosts"] if args["hosts"] is not None else [host]
         checked, warnings = {}, []
         for name in names:

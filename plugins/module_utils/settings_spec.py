@@ -52,23 +52,49 @@ BOX_SIDE = frozenset(("monitoring_node_exporter", "monitoring_node_exporter_port
 # and the play's variables, before it reads any host's: a value from the inventory is never used.
 PLAY_KEYWORD_SETTINGS = ("tensorfold_serial", "tensorfold_restart_serial")
 
-# The entry points whose options are settings: a role's ``main``, and roles/tensorfold's
-# ``settings`` (named so that Ansible does not check its 100+ settings again in every play).
+# The entry points whose options shape what a box runs: a role's ``main``, and roles/tensorfold's
+# ``settings`` (named so that Ansible does not check its 100+ settings again in every play). The
+# options of the other entry points (the bundle's build, drain, render...) are checked as well, but
+# only these count in the settings fingerprint (fingerprint_excluded).
 ENTRY_POINTS = ("main", "settings")
 
 
-def merge_specs(role_specs):
-    """One option spec from ``{role: argument_specs dict}`` (each role's ``main`` or ``settings`` entry point)."""
-    merged = {}
+def _entries(role_specs):
+    """(role, entry point, options) of every entry point of every role, in a stable order."""
     for role in sorted(role_specs):
         entries = (role_specs[role] or {}).get("argument_specs", {}) or {}
-        entry = next((entries[name] for name in ENTRY_POINTS if entries.get(name)), None)
-        options = (entry or {}).get("options") or {}
+        for entry in sorted(entries, key=lambda name: (name not in ENTRY_POINTS, name)):
+            yield role, entry, ((entries[entry] or {}).get("options") or {})
+
+
+def merge_specs(role_specs):
+    """One option spec from ``{role: argument_specs dict}``: the options of every entry point of every
+    role. A name given in two places must have the same spec there (type, elements, choices, options,
+    no_log, a null default or not): one value is checked once for all its readers. A ValueError names
+    the two places otherwise."""
+    merged, where = {}, {}
+    for role, entry, options in _entries(role_specs):
         for name, spec in options.items():
-            merged[name] = dict((key, spec[key]) for key in _SPEC_KEYS if key in spec)
+            option = dict((key, spec[key]) for key in _SPEC_KEYS if key in spec)
             if "default" in spec and spec["default"] is None:
-                merged[name]["default"] = None  # null is then a value of its own (_null_default)
+                option["default"] = None  # null is then a value of its own (_null_default)
+            if name in merged and merged[name] != option:
+                raise ValueError("%s is specified differently in %s and %s/%s: give it the same type, elements, choices, "
+                                 "options, no_log and null default in both" % (name, where[name], role, entry))
+            merged.setdefault(name, option)
+            where.setdefault(name, "%s/%s" % (role, entry))
     return merged
+
+
+def fingerprint_excluded(role_specs):
+    """The options of no ``main`` or ``settings`` entry point (the bundle's build, a gateway's drain...):
+    checked in pre-flight, left out of the settings fingerprint as before they were checked, so a
+    converged box's record stays valid."""
+    counted = set()
+    for _role, entry, options in _entries(role_specs):
+        if entry in ENTRY_POINTS:
+            counted.update(options)
+    return frozenset(name for _role, _entry, options in _entries(role_specs) for name in options) - counted
 
 
 def other_hosts_settings(role_specs):

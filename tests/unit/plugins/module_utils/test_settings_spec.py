@@ -76,7 +76,23 @@ def test_the_shared_settings_are_read_from_the_tensorfold_roles_settings_entry_p
     merged = settings_spec.merge_specs({"a": {"argument_specs": {"settings": {"options": {"x": {"type": "int"}}}}},
                                         "b": {"argument_specs": {"main": {"options": {"y": {"type": "str"}}},
                                                                  "other": {"options": {"z": {"type": "str"}}}}}})
-    assert merged == {"x": {"type": "int"}, "y": {"type": "str"}}
+    assert merged == {"x": {"type": "int"}, "y": {"type": "str"}, "z": {"type": "str"}}
+
+
+def test_the_options_of_every_entry_point_are_checked_and_a_name_has_one_spec():
+    # The bundle's entry points (build, build_image, preflight, deploy...) have no main.
+    assert {"bundle_tarball", "bundle_toolkit_arches", "bundle_host_dir", "bundle_image_host"} <= set(SPEC)
+    problems = settings_spec.settings_problems(SPEC, {"bundle_tarball": "maybe", "bundle_toolkit_arches": "amd64"}, "h")
+    assert sorted(p["setting"] for p in problems) == ["bundle_tarball", "bundle_toolkit_arches"]
+    with pytest.raises(ValueError, match="x is specified differently in a/main and b/drain"):
+        settings_spec.merge_specs({"a": {"argument_specs": {"main": {"options": {"x": {"type": "int"}}}}},
+                                   "b": {"argument_specs": {"drain": {"options": {"x": {"type": "str"}}}}}})
+
+
+def test_only_the_main_and_settings_entry_points_count_in_the_fingerprint():
+    excluded = settings_spec.fingerprint_excluded({"a": {"argument_specs": {
+        "main": {"options": {"x": {"type": "int"}}}, "drain": {"options": {"x": {"type": "int"}, "y": {"type": "str"}}}}}})
+    assert excluded == frozenset(["y"])
 
 
 @pytest.mark.parametrize("values, play_values, warned", [
