@@ -230,6 +230,58 @@ def parse_context(value):
     return parse_parallel(value)
 
 
+# Ports that 0 turns off (the gateway's stats page); the NCCL port's next one is used too.
+PORTS_OFF_AT_ZERO = ("gateway_stats_port",)
+# What listens on a GPU box, by the setting that gives its port: the API, the ranks' two NCCL ports,
+# the weights' seed while peers copy, the image's build host while others load it, and the node
+# exporter (where it is deployed). Two of them on one port fail the later one's bind.
+BOX_PORTS = ("tensorfold_port", "tensorfold_nccl_port", "weights_fetch_peer_port", "tensorfold_image_move_port",
+             "monitoring_node_exporter_port")
+
+
+def _port_problems(settings, host, groups, defaults):
+    """Every ``*_port`` setting given is a TCP port (0 too where it turns the thing off); the ports a
+    GPU box listens on (BOX_PORTS, the defaults of those not given) are all different."""
+    found = []
+
+    def bad(name, what, todo):
+        found.append(record("E_SETTINGS", host, "%s %s" % (name, what), todo, setting=name))
+
+    ports = {}
+    for name in sorted(settings):
+        if not name.endswith("_port"):
+            continue
+        value = plain_int(settings[name])
+        low = 0 if name in PORTS_OFF_AT_ZERO else 1
+        top = 65534 if name == "tensorfold_nccl_port" else 65535
+        if value is None or not low <= value <= top:
+            bad(name, "is %r" % (settings[name],), "Use a TCP port from %d to %d%s%s." % (
+                low, top, " (0 turns it off)" if low == 0 else "", ", written with digits only" if value is None else ""))
+        else:
+            ports[name] = value
+    given = dict((name, plain_int(defaults.get(name))) for name in BOX_PORTS)
+    given.update((name, ports.get(name)) for name in BOX_PORTS if name in settings)
+    exporter = plain_bool(settings.get("monitoring_node_exporter", defaults.get("monitoring_node_exporter", True)))
+    if not exporter or (groups is not None and not groups.get("monitoring")):
+        given.pop("monitoring_node_exporter_port")
+    uses = []  # (port, setting, whether it is the port after the setting's), in BOX_PORTS' order
+    for name in BOX_PORTS:
+        if given.get(name) is not None:
+            uses += [(given[name], name, False)] + ([(given[name] + 1, name, True)] if name == "tensorfold_nccl_port" else [])
+    for index, (port, name, after) in enumerate(uses):
+        other = next((use for use in uses[:index] if use[0] == port and use[1] != name), None)
+        if other is None or (name not in settings and other[1] not in settings):
+            continue
+        # Named after a setting given (a default is not what the operator changes), the NCCL pair's last.
+        ours = name in settings and not (name == "tensorfold_nccl_port" and other[1] in settings)
+        (named, named_after), (rest, rest_after) = ((name, after), other[1:]) if ours else (other[1:], (name, after))
+        value = port - 1 if named_after else port
+        what = "is %d, and the port after it (%d)" % (value, port) if named_after else "is %d, which" % port
+        bad(named, "%s is also %s: both listen on the box" % (what, "the port after %s" % rest if rest_after else rest),
+            "Give each port a GPU box listens on its own: %s, and the port after tensorfold_nccl_port." % ", ".join(BOX_PORTS))
+    return found
+
+
 def _inventory_problems(settings, host, groups, defaults):
     """check_settings' part that reads the inventory's groups (see there)."""
     found = []
@@ -356,20 +408,7 @@ def check_settings(settings, host, groups=None, defaults=None):
             if value is None or value < low or (high is not None and value > high):
                 bad(name, "is %r" % (settings[name],), todo + (" Write it with digits only." if value is None else ""))
 
-    ports = {}
-    for name in ("tensorfold_port", "tensorfold_nccl_port"):
-        if has(name):
-            value = plain_int(settings[name])
-            top = 65534 if name == "tensorfold_nccl_port" else 65535
-            if value is None or not 1 <= value <= top:
-                bad(name, "is %r" % (settings[name],),
-                    "Use a TCP port from 1 to %d%s." % (top, ", written with digits only" if value is None else ""))
-            else:
-                ports[name] = value
-    if len(ports) == 2 and ports["tensorfold_port"] in (ports["tensorfold_nccl_port"], ports["tensorfold_nccl_port"] + 1):
-        bad("tensorfold_port", "is %d, which the ranks use (tensorfold_nccl_port %d and the next one)"
-            % (ports["tensorfold_port"], ports["tensorfold_nccl_port"]),
-            "Give the API and the ranks different ports.")
+    problems += _port_problems(settings, host, groups, defaults or {})
 
     for name in ("tensorfold_serial", "tensorfold_restart_serial"):
         if has(name) and not serial_ok(settings[name]):

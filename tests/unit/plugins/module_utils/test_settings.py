@@ -348,3 +348,42 @@ def test_ulimits_are_checked_as_the_module_reads_them(ulimits, ok):
 def test_the_restart_policy_is_one_docker_update_takes(policy, ok):
     problems = check_settings({"rank_container_restart_policy": policy}, "h")
     assert [p["setting"] for p in problems] == ([] if ok else ["rank_container_restart_policy"])
+
+
+BOX_DEFAULTS = {"tensorfold_port": 8020, "tensorfold_nccl_port": 29583, "weights_fetch_peer_port": 18470,
+                "tensorfold_image_move_port": 18471, "monitoring_node_exporter_port": 9100, "monitoring_node_exporter": True}
+
+
+@pytest.mark.parametrize("settings, setting", [
+    ({"weights_fetch_peer_port": 99999}, "weights_fetch_peer_port"),
+    ({"monitoring_node_exporter_port": 0}, "monitoring_node_exporter_port"),
+    ({"gateway_port": "80x"}, "gateway_port"),
+    ({"fleet_bench_gateway_port": -1}, "fleet_bench_gateway_port"),
+])
+def test_every_port_setting_is_range_checked(settings, setting):
+    problems = check_settings(settings, "h", None, BOX_DEFAULTS)
+    assert [p["setting"] for p in problems] == [setting]
+    assert "Use a TCP port from 1 to 65535" in problems[0]["message"]
+
+
+def test_a_port_that_zero_turns_off_may_be_zero():
+    assert check_settings({"gateway_stats_port": 0}, "h", None, BOX_DEFAULTS) == []
+
+
+@pytest.mark.parametrize("settings, setting, text", [
+    ({"weights_fetch_peer_port": 8020}, "weights_fetch_peer_port", "is 8020, which is also tensorfold_port"),
+    ({"weights_fetch_peer_port": 8021, "tensorfold_port": 8021}, "weights_fetch_peer_port", "which is also tensorfold_port"),
+    ({"tensorfold_port": 9100}, "tensorfold_port", "which is also monitoring_node_exporter_port"),
+    ({"tensorfold_image_move_port": 29584}, "tensorfold_image_move_port", "which is also the port after tensorfold_nccl_port"),
+    ({"tensorfold_nccl_port": 18469}, "tensorfold_nccl_port", "the port after it (18470) is also weights_fetch_peer_port"),
+    ({"tensorfold_port": 29583}, "tensorfold_port", "which is also tensorfold_nccl_port"),
+])
+def test_the_ports_a_box_listens_on_do_not_clash(settings, setting, text):
+    problems = check_settings(settings, "h", {"monitoring": ["prom"]}, BOX_DEFAULTS)
+    assert [p["setting"] for p in problems] == [setting]
+    assert text in problems[0]["message"]
+
+
+def test_the_node_exporters_port_counts_only_where_it_is_deployed():
+    assert check_settings({"tensorfold_port": 9100, "monitoring_node_exporter": False}, "h", {"monitoring": ["p"]}, BOX_DEFAULTS) == []
+    assert check_settings({"tensorfold_port": 9100}, "h", {"all": ["h"]}, BOX_DEFAULTS) == []
