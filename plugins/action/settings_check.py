@@ -84,13 +84,17 @@ class ActionModule(ControllerAction):
 
     ARGUMENT_SPEC = settings_check.ARGUMENT_SPEC
 
+    def _extra_vars(self):
+        """The command line's -e variables."""
+        return load_extra_vars(self._loader)
+
     def _play_keyword_values(self):
         """What a play's serial keyword sees of PLAY_KEYWORD_SETTINGS: the command line's values,
         else the play's own (an importing playbook's vars land there)."""
         found = {}
         get_play = getattr(self._task, "get_play", None)
         play_vars = (getattr(get_play(), "vars", None) if get_play else None) or {}
-        extra = load_extra_vars(self._loader)
+        extra = self._extra_vars()
         for name in settings_spec.PLAY_KEYWORD_SETTINGS:
             if name in extra:
                 found[name] = extra[name]
@@ -143,17 +147,34 @@ class ActionModule(ControllerAction):
             # The image's own rules (site.yml's pre-flight in a run that builds it: one check, not two).
             problems += _image_problems(values, defaults, host, problems)
         warnings = settings_spec.unused_play_keywords(values, shared["play_keywords"], defaults)
-        # The collection's own names are read from its files only when a name is not a setting (a
-        # run's pre-flight sees settings alone, so a converged run does not pay the reading).
+        # tensorfold_* names that are no setting: warned about once every host's are known (answer).
         strangers = [name for name in task_vars if name.startswith("tensorfold_") and name not in spec]
-        if strangers:
-            known = settings_spec.collection_names(COLLECTION) | frozenset(spec)
-            # Named for the inventory, as W_SERIAL: a misspelling in group_vars or -e warns once, not per host.
-            warnings += settings_spec.unknown_settings(strangers, known, spec, "inventory")
         # Computed afresh, never taken from a fact: a fingerprint that a fact cache kept from an
         # earlier run would hide changed settings from the fast path.
         fingerprint = settings_fingerprint(spec, values, shared["elsewhere"])
-        return {"problems": problems, "fingerprint": fingerprint, "warnings": [entry["message"] for entry in warnings]}
+        return {"problems": problems, "fingerprint": fingerprint, "warnings": [entry["message"] for entry in warnings],
+                "strangers": strangers}
+
+    @staticmethod
+    def _stranger_warnings(spec, checked, extra):
+        """W_SETTINGS for the tensorfold_* names that are no setting, each named where it was given:
+        -e, the inventory when every checked host has it (one warning, not one per host), else each
+        host that has it."""
+        holders = {}
+        for host, answer in checked.items():
+            for name in answer.pop("strangers"):
+                holders.setdefault(name, []).append(host)
+        found = []
+        for name, hosts in sorted(holders.items()):
+            if name in extra:
+                wheres = ["-e"]
+            elif len(checked) > 1 and len(hosts) == len(checked):
+                wheres = ["inventory"]
+            else:
+                wheres = hosts
+            for where in wheres:
+                found += settings_spec.unknown_settings([name], spec, where)
+        return [entry["message"] for entry in found]
 
     def answer(self, args, task_vars):
         result = {}
@@ -182,6 +203,7 @@ class ActionModule(ControllerAction):
             templar = self._templar if host_vars is task_vars else self._templar.copy_with_new_env(available_variables=host_vars)
             checked[name] = self._check_host(name, host_vars, templar, image == "also" or name in args["image_hosts"], shared)
             warnings += [message for message in checked[name].pop("warnings") if message not in warnings]
+        warnings += self._stranger_warnings(spec, checked, self._extra_vars())
         if warnings:
             result["warnings"] = warnings
         problems = [entry for name in names for entry in checked[name]["problems"]]

@@ -16,7 +16,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import difflib
-import os
 import re
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -216,41 +215,45 @@ def unresolved_setting(name, error, host, secret=False):
     return record("E_SETTINGS", host, "%s could not be templated (%s)" % (name, text), todo, setting=name)
 
 
-# Where the collection's own variable names are read from: every name the roles, playbooks and
-# plugins mention (settings, defaults, role vars, set_fact, register, facts of the plugins), and
-# the test scenarios' (molecule/, in a checkout). A superset of what a run defines, so that its own
-# variables never warn; a misspelling of a setting is mentioned nowhere.
-_OWN_NAME_DIRS = ("roles", "playbooks", "plugins", "molecule")
-_OWN_NAME = re.compile(r"\btensorfold_[a-z0-9_]*[a-z0-9]")
-_OWN_NAMES = {}
+# The collection's own tensorfold_* variables that are no setting: what its roles register, set_fact
+# or keep in vars (tests/unit/plugins/action/test_settings_names.py reads them off the roles and
+# playbooks and fails on one missing here). Given in an inventory or -e, the run replaces them: a
+# warning too, unless the run itself defines them when the settings are checked (CHECK_TIME_NAMES).
+INTERNAL_NAMES = frozenset((
+    "tensorfold_image_archive", "tensorfold_image_archive_stat", "tensorfold_image_build", "tensorfold_image_build_args",
+    "tensorfold_image_built_identity", "tensorfold_image_collection_meta", "tensorfold_image_collection_version",
+    "tensorfold_image_deployed", "tensorfold_image_dockerfile", "tensorfold_image_identity", "tensorfold_image_info",
+    "tensorfold_image_inputs", "tensorfold_image_lacking", "tensorfold_image_loaded", "tensorfold_image_move_secret",
+    "tensorfold_image_needs_copy", "tensorfold_image_present", "tensorfold_image_pulled", "tensorfold_image_ref",
+    "tensorfold_image_registry_pull", "tensorfold_image_series", "tensorfold_image_series_dir",
+    "tensorfold_image_source_address", "tensorfold_image_source_host", "tensorfold_image_source_identity",
+    "tensorfold_image_source_images", "tensorfold_image_source_info", "tensorfold_image_source_state",
+    "tensorfold_image_strategy", "tensorfold_image_tag", "tensorfold_settings_checked", "tensorfold_settings_fingerprint",
+))
+# Defined by the run when the check reads a host's variables: roles/tensorfold's vars, and the check's
+# own registered answer (a second check in one run, such as the image role's).
+CHECK_TIME_NAMES = frozenset(("tensorfold_settings_fingerprint", "tensorfold_settings_checked"))
+# The test scenarios' own variables (molecule/tensorfold_image).
+TEST_PREFIX = "tensorfold_image_test_"
 
 
-def collection_names(root):
-    """Every ``tensorfold_*`` name the collection's files under ``root`` mention (read once)."""
-    if root not in _OWN_NAMES:
-        names = set()
-        for folder in _OWN_NAME_DIRS:
-            for base, _dirs, files in os.walk(os.path.join(root, folder)):
-                for name in files:
-                    if name.endswith((".yml", ".yaml", ".j2", ".py")):
-                        with open(os.path.join(base, name), encoding="utf-8", errors="replace") as handle:
-                            names.update(_OWN_NAME.findall(handle.read()))
-        _OWN_NAMES[root] = frozenset(names)
-    return _OWN_NAMES[root]
-
-
-def unknown_settings(names, known, settings_names, host):
-    """A W_SETTINGS record for each ``tensorfold_*`` name among ``names`` (the host's variables)
-    that the collection neither defines nor sets (``known``), with the closest setting of
-    ``settings_names`` when one is near: a misspelled setting is silently not read."""
+def unknown_settings(names, settings_names, where):
+    """A W_SETTINGS record for each ``tensorfold_*`` name among ``names`` (variables given for
+    ``where``: a host, or the inventory when every host has it) that is no setting of
+    ``settings_names``, with the closest setting when one is near: a misspelled setting is silently
+    not read, and a variable the collection sets itself (INTERNAL_NAMES) is replaced during the run."""
     found = []
     for name in sorted(names):
-        if not name.startswith("tensorfold_") or name in known:
+        if (not name.startswith("tensorfold_") or name in settings_names or name in CHECK_TIME_NAMES
+                or name.startswith(TEST_PREFIX)):
             continue
         close = difflib.get_close_matches(name, sorted(settings_names), n=1, cutoff=0.75)
+        what = "is not a setting of glm53.tensorfold" + (
+            " (the collection sets this variable itself during the run, replacing the value given)"
+            if name in INTERNAL_NAMES else "")
         todo = ("Did you mean %s? Rename it; as it is, nothing reads it and the default applies." % close[0] if close
                 else "Check its name in docs/ or roles/tensorfold/meta/argument_specs.yml; as it is, nothing reads it.")
-        found.append(record("W_SETTINGS", host, "%s is not a setting of glm53.tensorfold" % name, todo, setting=name))
+        found.append(record("W_SETTINGS", where, "%s %s" % (name, what), todo, setting=name))
     return found
 
 

@@ -37,9 +37,11 @@ description:
     fleet report. With O(hosts), it never fails: each host's problems are in RV(hosts) and
     RV(failed_hosts), for the caller to record (site.yml's step guard records them and takes those
     hosts out of the run)."
-  - "Warns (C(W_SETTINGS), named for the inventory) about each C(tensorfold_*) variable of the host
-    that is no setting of the collection and no variable its roles, playbooks or plugins use,
-    naming the closest setting: a misspelled setting is otherwise silently not read."
+  - "Warns (C(W_SETTINGS)) about each C(tensorfold_*) variable of the host that is no setting of any
+    role's argument_specs, naming the closest setting: a misspelled setting is otherwise silently not
+    read. A variable the collection sets itself during the run (such as C(tensorfold_image_strategy))
+    warns too, as the run replaces it. The warning names C(-e) for a command line variable, the
+    inventory when every host checked has it, else each host that has it."
   - "Also returns each host's settings fingerprint (RV(hosts), and RV(fingerprint) for a host checked
     alone), one hash of every setting the host defines (no C(no_log) one) and of the collection files
     that shape the image, computed afresh on every call and never kept as a fact (a fact cache would

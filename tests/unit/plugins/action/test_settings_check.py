@@ -118,12 +118,20 @@ def test_a_setting_whose_template_fails_is_an_e_settings_problem():
 
 
 def test_a_misspelled_setting_warns_and_the_right_ones_do_not():
-    result = _run({"tensorfold_contxt": 4096, "tensorfold_context": 4096,
-                   "tensorfold_image_ref": "glm53/tensorfold-native:x", "tensorfold_settings_checked": {}})
+    result = _run({"tensorfold_contxt": 4096, "tensorfold_context": 4096, "tensorfold_settings_checked": {},
+                   "tensorfold_settings_fingerprint": "0" * 64})
     assert not result.get("failed")
     assert result["warnings"] == [
-        "[W_SETTINGS] inventory: tensorfold_contxt is not a setting of glm53.tensorfold. Did you mean tensorfold_context? "
+        "[W_SETTINGS] gpu-a: tensorfold_contxt is not a setting of glm53.tensorfold. Did you mean tensorfold_context? "
         "Rename it; as it is, nothing reads it and the default applies."]
+
+
+def test_a_misspelling_is_named_for_the_host_that_has_it_or_once_for_the_inventory():
+    per_host = {"gpu-a": {"tensorfold_contxt": 4096}, "gpu-b": {"tensorfold_contxt": 4096, "tensorfold_image_strategy": "once"},
+                "gpu-c": {"tensorfold_contxt": 4096}}
+    result, unused = _batch(per_host, hosts=["gpu-a", "gpu-b", "gpu-c"])
+    assert [text.split(" is ")[0] for text in result["warnings"]] == [
+        "[W_SETTINGS] inventory: tensorfold_contxt", "[W_SETTINGS] gpu-b: tensorfold_image_strategy"]
 
 
 def _run_on(host, task_vars, groups):

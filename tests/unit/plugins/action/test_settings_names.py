@@ -61,20 +61,30 @@ def _own_variables():
     return sorted(name for name in names if name.startswith("tensorfold_"))
 
 
-def test_a_runs_own_variables_raise_no_warning():
-    known = settings_spec.collection_names(COLLECTION) | frozenset(SPEC)
+def test_every_variable_the_collection_defines_is_a_setting_or_listed_as_internal():
     own = _own_variables()
     assert len(own) > len([n for n in SPEC if n.startswith("tensorfold_")])  # facts and registers were found
-    assert settings_spec.unknown_settings(own, known, SPEC, "inventory") == []
+    assert sorted(set(own) - set(SPEC) - settings_spec.INTERNAL_NAMES) == []
+    # Those the run defines when the settings are checked never warn.
+    assert settings_spec.unknown_settings(settings_spec.CHECK_TIME_NAMES, SPEC, "gpu-a") == []
 
 
 @pytest.mark.parametrize("name,closest", [
     ("tensorfold_contxt", "tensorfold_context"), ("tensorfold_gpu", "tensorfold_gpus"),
     ("tensorfold_paralel", "tensorfold_parallel"), ("tensorfold_apikey", "tensorfold_api_key"),
+    ("tensorfold_model", "tensorfold_model_dir"),
 ])
 def test_a_misspelled_setting_warns_with_the_closest_name(name, closest):
-    known = settings_spec.collection_names(COLLECTION) | frozenset(SPEC)
-    found = settings_spec.unknown_settings([name, "inventory_hostname", "not_ours_port"], known, SPEC, "inventory")
+    found = settings_spec.unknown_settings([name, "inventory_hostname", "not_ours_port"], SPEC, "inventory")
     assert [(e["code"], e["severity"], e["setting"]) for e in found] == [("W_SETTINGS", "warning", name)]
     assert found[0]["message"].startswith("[W_SETTINGS] inventory: %s is not a setting" % name)
     assert "Did you mean %s?" % closest in found[0]["message"]
+
+
+def test_a_variable_the_collection_sets_itself_warns_when_given():
+    # A misspelling of tensorfold_image_build_strategy that is also a variable of the image role.
+    found = settings_spec.unknown_settings(["tensorfold_image_strategy"], SPEC, "gpu-b")
+    assert [e["setting"] for e in found] == ["tensorfold_image_strategy"]
+    assert found[0]["message"].startswith("[W_SETTINGS] gpu-b: tensorfold_image_strategy is not a setting")
+    assert "sets this variable itself" in found[0]["message"]
+    assert "Did you mean tensorfold_image_build_strategy?" in found[0]["message"]
