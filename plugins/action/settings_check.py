@@ -15,6 +15,7 @@ import os
 import yaml
 
 from ansible.errors import AnsibleActionFail
+from ansible.parsing.vault import AnsibleVaultError
 from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import image_inputs, settings_spec
@@ -67,6 +68,19 @@ def _spec_defaults(role_specs):
     return defaults
 
 
+def _vault_error(error):
+    """Whether a templating error is, or was caused by, Ansible's failure to decrypt a vaulted value
+    (no vault password given, or not the one it was encrypted with): AnsibleVaultError, or in
+    ansible-core 2.19 its templating's UndecryptableVaultError (a private class, known by its name)."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, AnsibleVaultError) or type(error).__name__.endswith("VaultError"):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
+
+
 IMAGE_PREFIX = "tensorfold_image_"
 
 
@@ -112,7 +126,8 @@ class ActionModule(ControllerAction):
             try:
                 values[name] = templar.template(task_vars[name])
             except Exception as error:  # pylint: disable=broad-except  # any templating error is the setting's problem
-                entry = settings_spec.unresolved_setting(name, error, host, bool(spec[name].get("no_log")))
+                entry = settings_spec.unresolved_setting(name, error, host, bool(spec[name].get("no_log")),
+                                                         vault=_vault_error(error))
                 if entry:
                     unresolved.append(entry)
         return values, unresolved

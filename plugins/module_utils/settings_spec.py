@@ -194,12 +194,17 @@ def raw_form_problems(spec, values, host):
     return problems
 
 
-def unresolved_setting(name, error, host, secret=False):
+def unresolved_setting(name, error, host, secret=False, vault=False):
     """An E_SETTINGS record for a setting whose template failed. The error's text is Ansible's,
     such as "'undefined' is undefined"; for a secret setting only an undefined name is told,
     nothing else of its template. An undefined ``ansible_*`` name (a host fact, or a name that is
     none) is refused too: site.yml's plays gather no facts before the host checks read the settings
-    (gather_facts: false), so the value would fail there or later, uncoded, after host steps ran."""
+    (gather_facts: false), so the value would fail there or later, uncoded, after host steps ran.
+    ``vault``: the error is Ansible's failure to decrypt a vaulted value (the caller tells)."""
+    if vault:
+        return record("E_SETTINGS", host, "%s is vaulted, and no vault password given could decrypt it" % name,
+                      "Give the vault's password: --vault-password-file FILE, --ask-vault-pass or --vault-id.",
+                      setting=name)
     text = str(getattr(error, "message", None) or error).strip().splitlines()
     text = text[0] if text else type(error).__name__
     undefined = re.match(r"^'([A-Za-z_][A-Za-z0-9_]*)' is undefined", text)

@@ -29,7 +29,9 @@ description:
     to the ranks, each name once) and the form of the secrets (never shown)."
   - "A setting whose template fails is a problem naming the setting and Ansible's error (for a
     secret only the undefined name). One templated on an undefined C(ansible_*) name (a host fact)
-    is refused too: site.yml gathers no facts before its host checks read the settings."
+    is refused too: site.yml gathers no facts before its host checks read the settings. A vaulted
+    setting that no vault password given decrypts says to give the password (C(--vault-password-file),
+    C(--ask-vault-pass) or C(--vault-id))."
   - "Returns every problem at once as C([E_SETTINGS] host: what. What to do.) records, never the
     value of a C(no_log) setting (a secret's value is masked in other messages too, whole words for
     secrets under 8 characters, none under 4). Checking this host alone, it fails the host with every

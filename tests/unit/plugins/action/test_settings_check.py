@@ -8,6 +8,8 @@ __metaclass__ = type
 from types import SimpleNamespace
 
 import pytest
+
+from ansible.parsing.vault import AnsibleVaultError
 from ansible.errors import AnsibleActionFail
 from ansible.playbook.play_context import PlayContext
 
@@ -250,3 +252,23 @@ def test_the_image_rules_apply_to_the_hosts_named_for_them_only():
     result, unused = _batch(per_host, hosts=["gpu-a", "gpu-b"], image_hosts=["gpu-b"])
     assert [entry["host"] for entry in result["failed_hosts"]] == ["gpu-b"]
     assert "tensorfold_image_engine_commit" in result["failed_hosts"][0]["message"][0]
+
+
+class UndecryptableVaultError(Exception):
+    """Stands for ansible-core 2.19's private error of an undecryptable vaulted variable."""
+
+
+@pytest.mark.parametrize("cause", [UndecryptableVaultError("Attempt to use undecryptable variable."),
+                                   AnsibleVaultError("no vault secrets")])
+def test_a_vaulted_setting_without_its_password_says_to_give_the_password(cause):
+    from ansible.errors import AnsibleTemplateError
+
+    def template(value):
+        if value == "sealed":
+            raise AnsibleTemplateError("Object messages can't be templated") from cause
+        return value
+
+    result = _run({"tensorfold_api_key": "sealed"}, template)
+    assert [p["setting"] for p in result["problems"]] == ["tensorfold_api_key"]
+    assert "tensorfold_api_key is vaulted, and no vault password given could decrypt it" in result["msg"][0]
+    assert "--vault-password-file" in result["msg"][0] and "could not be templated" not in result["msg"][0]
