@@ -44,8 +44,9 @@ def settings_fingerprint(spec, values, elsewhere=frozenset()):
     """One hash of what this host's run wants: every setting it defines (no_log ones, the step
     guard's own options, the settings that only shape how a run goes and those of other hosts,
     ``elsewhere``, left out: the API key is compared on the box, a token shapes nothing) and the
-    collection files that shape the image. Equal fingerprints, equal deploys."""
-    data = {"settings": dict((name, value) for name, value in values.items()
+    collection files that shape the image. Equal fingerprints, equal deploys. Each value counts as
+    its type reads it (settings_spec.normalised): -e tensorfold_port=8020 is the inventory's 8020."""
+    data = {"settings": dict((name, value) for name, value in settings_spec.normalised(spec, values).items()
                              if not spec[name].get("no_log") and not name.startswith("step_")
                              and name not in settings_spec.RUN_ONLY and name not in elsewhere),
             "files": {}}

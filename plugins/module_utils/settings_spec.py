@@ -262,6 +262,26 @@ def unknown_settings(names, settings_names, where):
     return found
 
 
+def normalised(spec, values):
+    """``values`` with each written the one way its type reads it, for the settings fingerprint: a
+    whole number given as text ("8020", as -e gives it) is the number, a boolean in any accepted form
+    ("true", "yes", 1) True or False, a decimal given as text the number, "auto" of a setting that
+    takes a number or auto lower-case. A value already in that form is left as it is (a YAML 8020,
+    true or 3.5), and so is a value the check refuses."""
+    found = {}
+    for name, value in values.items():
+        kind = (spec.get(name) or {}).get("type", "str")
+        if kind in ("int", "raw") and isinstance(value, str):
+            parsed = settings.parse_parallel(value) if value == value.strip() else None
+            value = value if parsed is None else parsed
+        elif kind == "bool" and settings.plain_bool(value) is not None:
+            value = settings.plain_bool(value)
+        elif kind == "float" and isinstance(value, str) and settings.plain_number(value) is not None:
+            value = settings.plain_int(value) if settings.plain_int(value) is not None else settings.plain_number(value)
+        found[name] = value
+    return found
+
+
 def _canonical(value):
     """A hashable form of a setting's value that keeps its type at every level: two values with the
     same form get the same verdict from Ansible's validator."""

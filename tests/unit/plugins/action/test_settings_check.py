@@ -272,3 +272,24 @@ def test_a_vaulted_setting_without_its_password_says_to_give_the_password(cause)
     assert [p["setting"] for p in result["problems"]] == ["tensorfold_api_key"]
     assert "tensorfold_api_key is vaulted, and no vault password given could decrypt it" in result["msg"][0]
     assert "--vault-password-file" in result["msg"][0] and "could not be templated" not in result["msg"][0]
+
+
+def test_a_value_counts_in_the_fingerprint_as_its_type_reads_it():
+    spec = dict(SPEC, tensorfold_vision={"type": "bool"}, tensorfold_context={"type": "raw"},
+                tensorfold_memory_reserve_gib={"type": "float"})
+    typed = dict(VALUES, tensorfold_vision=True, tensorfold_context=65536, tensorfold_memory_reserve_gib=3.5)
+    as_text = dict(VALUES, tensorfold_port="8020", tensorfold_vision="true", tensorfold_context="65536",
+                   tensorfold_memory_reserve_gib="3.5")
+    assert settings_fingerprint(spec, as_text) == settings_fingerprint(spec, typed)
+    assert settings_fingerprint(spec, dict(typed, tensorfold_vision="yes")) == settings_fingerprint(spec, typed)
+    assert settings_fingerprint(spec, dict(typed, tensorfold_vision="false")) != settings_fingerprint(spec, typed)
+
+
+def test_values_already_typed_keep_the_fingerprint_a_converged_box_recorded():
+    from ansible_collections.glm53.tensorfold.plugins.module_utils import settings_spec
+    spec = dict(SPEC, tensorfold_vision={"type": "bool"}, tensorfold_context={"type": "raw"},
+                tensorfold_memory_reserve_gib={"type": "float"}, tensorfold_gpus={"type": "list", "elements": "int"})
+    typed = dict(VALUES, tensorfold_vision=False, tensorfold_context="auto", tensorfold_memory_reserve_gib=4,
+                 tensorfold_gpus=[0, 1])
+    assert settings_spec.normalised(spec, typed) == typed
+    assert [type(value) for value in settings_spec.normalised(spec, typed).values()] == [type(value) for value in typed.values()]
