@@ -292,6 +292,26 @@ def _canonical(value):
     return (type(value).__name__, repr(value))
 
 
+# What Ansible's validator says of a mapping's key its options do not name ("x.KEY, x.OTHER.
+# Supported parameters include: a, b."; AnsibleModule would put "Unsupported parameters" before it),
+# and what a key of each such setting is called in our messages.
+_UNSUPPORTED = re.compile(r"^(?P<keys>.+?)\. Supported parameters include: (?P<supported>.*?)\.?$")
+KEY_WORDS = {"tensorfold_engine_names": "knob"}
+
+
+def _unsupported_text(error, names):
+    """Our message for an UnsupportedError about one of ``names``, or None for another error."""
+    match = _UNSUPPORTED.match(str(getattr(error, "msg", error))) if type(error).__name__ == "UnsupportedError" else None
+    name = _setting_of(match.group("keys"), names) if match else None
+    if name is None:
+        return None
+    word = KEY_WORDS.get(name, "key")
+    keys = [key.split(".", 1)[-1] for key in match.group("keys").split(", ")]
+    return "%s has %s, which %s; the supported %ss: %s" % (
+        name, " and ".join(keys), "is not a %s" % word if len(keys) == 1 else "are not %ss" % word, word,
+        match.group("supported"))
+
+
 def _validated(spec, rest, memo):
     """Ansible's validator on ``rest``: its messages, setting by setting in the order given, and the
     booleans as it converted them. ``memo`` (a dict kept for one ``spec``) holds each setting's
@@ -307,7 +327,7 @@ def _validated(spec, rest, memo):
         result = ArgumentSpecValidator(dict((name, spec[name]) for name in todo)).validate(todo)
         found = dict((name, []) for name in todo)
         for error in result.errors:
-            text = str(getattr(error, "msg", error))
+            text = _unsupported_text(error, todo) or str(getattr(error, "msg", error))
             name = _setting_of(text, todo)
             (found[name] if name in found else stray).append(text)
         converted = result.validated_parameters

@@ -261,3 +261,14 @@ def test_a_secret_shared_by_hosts_is_masked_on_each():
         assert [p["setting"] for p in problems] == ["tensorfold_secret_port"]
         assert not any("secretCanary" in p["message"] for p in problems)
         assert problems[0]["message"].startswith("[E_SETTINGS] %s: " % host)
+
+
+@pytest.mark.parametrize("names, text", [
+    ({"KV_PAGE": "--kv-pages"}, "tensorfold_engine_names has KV_PAGE, which is not a knob; the supported knobs: "),
+    ({"KV_PAGE": "--kv-pages", "Dense": "X"}, "tensorfold_engine_names has Dense and KV_PAGE, which are not knobs;"),
+])
+def test_an_unknown_engine_names_key_is_named_as_no_knob_with_the_supported_ones(names, text):
+    problems = settings_spec.settings_problems(SPEC, {"tensorfold_engine_names": names}, "h")
+    assert [p["setting"] for p in problems] == ["tensorfold_engine_names"]
+    assert text in problems[0]["message"]
+    assert "absorb_mma, dense, head, kv_pages, w8a8" in problems[0]["message"]
