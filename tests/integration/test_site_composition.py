@@ -444,3 +444,21 @@ def test_heal_reads_every_hosts_settings_before_it_restarts_a_box(collection, tm
     report = json.loads((work / "reports" / "fleet-report.json").read_text())
     lines = dict((line["host"], line) for line in report["hosts"])
     assert lines["gpu-c"]["stage"] == "pre-flight" and lines["gpu-c"]["codes"] == ["E_SETTINGS"], lines
+
+
+def test_pre_flight_refuses_what_used_to_fail_only_after_host_steps(collection, tmp_path):
+    # A host fact no play has gathered yet, a null key, a bundle setting and a port clash: each passed
+    # pre-flight once and failed (uncoded) later or never got checked.
+    rc, output, ran = site(collection, tmp_path, host_vars={"gpu-b": {
+        "tensorfold_data_dir": "/srv/{{ ansible_hostname }}", "tensorfold_api_key": None, "bundle_tarball": "maybe",
+        "weights_fetch_peer_port": 8020, "tensorfold_image_strategy": "once"}})
+    assert rc != 0
+    assert ran["gpu-b"] == [], output
+    assert roles(ran["gpu-a"]) == DEPLOY
+    flat = " ".join(output.replace("''", "'").split())
+    for text in ("[E_SETTINGS] gpu-b: tensorfold_data_dir could not be templated ('ansible_hostname' is undefined)",
+                 "[E_SETTINGS] gpu-b: tensorfold_api_key is null",
+                 "[E_SETTINGS] gpu-b: bundle_tarball is 'maybe'",
+                 "[E_SETTINGS] gpu-b: weights_fetch_peer_port is 8020, which is also tensorfold_port",
+                 "[W_SETTINGS] gpu-b: tensorfold_image_strategy is not a setting"):
+        assert text in flat, text
