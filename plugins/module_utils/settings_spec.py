@@ -56,11 +56,14 @@ PLAY_KEYWORD_SETTINGS = ("tensorfold_serial", "tensorfold_restart_serial")
 # options of the other entry points (the bundle's build, drain, render...) are checked as well, but
 # only these count in the settings fingerprint (fingerprint_excluded).
 ENTRY_POINTS = ("main", "settings")
+# Roles whose options are no settings: the step guard's are what the playbooks pass it (step_roles,
+# step_name...), templated in the guard's own context, never given by an operator.
+NOT_SETTINGS_ROLES = ("step",)
 
 
 def _entries(role_specs):
     """(role, entry point, options) of every entry point of every role, in a stable order."""
-    for role in sorted(role_specs):
+    for role in sorted(set(role_specs) - set(NOT_SETTINGS_ROLES)):
         entries = (role_specs[role] or {}).get("argument_specs", {}) or {}
         for entry in sorted(entries, key=lambda name: (name not in ENTRY_POINTS, name)):
             yield role, entry, ((entries[entry] or {}).get("options") or {})

@@ -272,3 +272,8 @@ def test_an_unknown_engine_names_key_is_named_as_no_knob_with_the_supported_ones
     assert [p["setting"] for p in problems] == ["tensorfold_engine_names"]
     assert text in problems[0]["message"]
     assert "absorb_mma, dense, head, kv_pages, w8a8" in problems[0]["message"]
+
+
+def test_the_step_guards_options_are_no_settings():
+    # The playbooks pass them to the guard; their defaults template on step_roles, undefined elsewhere.
+    assert not [name for name in SPEC if name.startswith("step_")]
