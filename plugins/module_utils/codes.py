@@ -42,6 +42,7 @@ CODES = {
     "E_API": ("error", "Read the rank log tails above; raise tensorfold_wait_timeout for a slow first start."),
     "E_SMOKE": ("error", "Read the reply above and rank0.log."),
     "E_WEDGED": ("error", "Restart the box (playbooks/heal.yml does it, drained at the gateway) and read rank0.log."),
+    "E_UNREACHABLE": ("error", "Check its SSH access, power and network (ansible.builtin.ping answers once it is back), then run again."),
     "E_GATEWAY": ("error", "Read the gateway's message; run site.yml --tags gateway to set it up again."),
     "W_GATEWAY": ("warning", "Run site.yml --tags gateway so the gateway forwards to this box again."),
     "E_STOP": ("error", "Stop the container by hand (docker rm -f) and run again."),

@@ -157,7 +157,9 @@ def host_line(host, facts, plan=False):
 
     failed = bool(failure) or checks.get("status") == "fail" or ranks.get("status") == "failed" \
         or smoke.get("status") == "failed"
-    if failed:
+    if failed and errors and all(e.get("code") == "E_UNREACHABLE" for e in errors):
+        status = "unreachable"  # the step guard found it unreachable (step/tasks/reach.yml)
+    elif failed:
         status = "failed"
     elif smoke.get("status") == "live" or (facts.get("fleet_bench_result") or {}).get("status") == "measured":
         status = "live"

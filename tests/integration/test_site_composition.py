@@ -35,7 +35,8 @@ def site(collection, tmp_path, hosts=("gpu-a", "gpu-b"), host_vars=None, args=()
     logs = tmp_path / "logs"
     logs.mkdir(exist_ok=True)
     children = {"gpu_hosts": {"hosts": dict((h, (host_vars or {}).get(h, {})) for h in hosts)}}
-    children.update((name, {"hosts": dict((h, {}) for h in members)}) for name, members in (groups or {}).items())
+    children.update((name, {"hosts": dict((h, (host_vars or {}).get(h, {})) for h in members)})
+                    for name, members in (groups or {}).items())
     inventory = {"all": {"vars": dict(PINS, ansible_connection="local", ansible_python_interpreter=sys.executable,
                                       stub_log_dir=str(logs)),
                          "children": children}}
@@ -462,3 +463,44 @@ def test_pre_flight_refuses_what_used_to_fail_only_after_host_steps(collection, 
                  "[E_SETTINGS] gpu-b: weights_fetch_peer_port is 8020, which is also tensorfold_port",
                  "[W_SETTINGS] gpu-b: tensorfold_image_strategy is not a setting"):
         assert text in flat, text
+
+
+# A host Ansible cannot reach: ssh to a port nothing listens on.
+UNREACHABLE = {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 1,
+               "ansible_ssh_common_args": "-o ConnectTimeout=3"}
+
+
+def report_lines(work):
+    report = json.loads((work / "reports" / "fleet-report.json").read_text())
+    return dict((line["host"], line) for line in report["hosts"])
+
+
+@pytest.mark.parametrize("max_fail, last", [(None, "skipped"), ("50", "restarted")])
+def test_an_unreachable_box_in_a_rolling_restart_is_recorded_and_the_run_goes_on(collection_with_gateway, tmp_path,
+                                                                                   max_fail, last):
+    # One box per batch: Ansible ends the playbook when a batch's every host is unreachable. The
+    # step records the box instead (E_UNREACHABLE), before its drain, and the fail percentage decides.
+    args = ["--tags", "restart"] + (["-e", "tensorfold_restart_max_fail_percentage=" + max_fail] if max_fail else [])
+    rc, output, ran = site(collection_with_gateway, tmp_path, hosts=("gpu-a", "gpu-b", "gpu-c"),
+                           host_vars={"gpu-b": UNREACHABLE}, groups={"gateways": ["gw-1"]}, args=args)
+    assert rc != 0 and "PLAY [Fleet report" in output, output
+    assert roles(ran["gpu-a"]) == ["gateway:drain", "rank_container", "smoke_test", "gateway:undrain"], output
+    assert ran["gpu-b"] == [], output
+    assert roles(ran["gpu-c"]) == ([] if last == "skipped" else roles(ran["gpu-a"])), output
+    lines = report_lines(tmp_path)
+    assert (lines["gpu-b"]["status"], lines["gpu-b"]["stage"]) == ("unreachable", "restart"), lines
+    assert lines["gpu-c"]["status"] == "skipped", lines
+    assert "gpu-b failed in restart" in output
+
+
+def test_a_gateway_the_drain_cannot_reach_fails_the_box_before_its_restart(collection, tmp_path):
+    # The real drain (gateway not stubbed), delegated to a gateway Ansible cannot reach.
+    rc, output, ran = site(collection, tmp_path, hosts=("gpu-a", "gpu-b"), groups={"gateways": ["gw-1"]},
+                           host_vars={"gw-1": UNREACHABLE},
+                           args=["--tags", "restart", "-e", "tensorfold_restart_max_fail_percentage=50"])
+    assert rc != 0 and "PLAY [Fleet report" in output, output
+    assert ran["gpu-a"] == [], output
+    lines = report_lines(tmp_path)
+    assert lines["gpu-a"]["codes"] == ["E_GATEWAY"] and lines["gpu-a"]["stage"] == "restart", lines
+    assert "gw-1 cannot be reached, so it is not drained there" in " ".join(lines["gpu-a"]["errors"]), lines
+

@@ -79,6 +79,16 @@ def test_host_without_any_fact_is_unreachable():
     assert "--limit gpu-z" in line["todo"]
 
 
+def test_host_the_step_guard_found_unreachable_is_unreachable_and_keeps_its_stage():
+    failure = {"stage": "restart", "task": "Fail a host Ansible cannot reach, with its code",
+               "message": "[E_UNREACHABLE] gpu-b: Ansible cannot reach it (ssh: connection refused). Check it."}
+    line = host_line("gpu-b", {"step_failure": failure, "fleet_report_reached_end": True})
+    assert (line["status"], line["stage"]) == ("unreachable", "restart")
+    assert "--limit gpu-b" in line["todo"]
+    other = dict(failure, message="[E_START] gpu-b: rank 1 exited. Read the logs. " + failure["message"])
+    assert host_line("gpu-b", {"step_failure": other})["status"] == "failed"
+
+
 def test_host_that_reached_the_end_without_smoke_is_skipped_or_stopped():
     assert host_line("h", {"fleet_report_reached_end": True})["status"] == "skipped"
     stopped = {"fleet_report_reached_end": True, "rank_container_result": {"status": "stopped"}}
