@@ -504,3 +504,10 @@ def test_a_gateway_the_drain_cannot_reach_fails_the_box_before_its_restart(colle
     assert lines["gpu-a"]["codes"] == ["E_GATEWAY"] and lines["gpu-a"]["stage"] == "restart", lines
     assert "gw-1 cannot be reached, so it is not drained there" in " ".join(lines["gpu-a"]["errors"]), lines
 
+
+@pytest.mark.parametrize("limit", ["gpu-a", "@limit.txt"])
+def test_the_fleet_report_covers_the_hosts_of_the_limit_in_any_form(collection, tmp_path, limit):
+    (tmp_path / "limit.txt").write_text("gpu-a\n")
+    rc, output, ran = site(collection, tmp_path, args=["--tags", "restart", "--limit", limit])
+    assert rc == 0, output
+    assert list(report_lines(tmp_path)) == ["gpu-a"], output
