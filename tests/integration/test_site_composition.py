@@ -522,7 +522,8 @@ def test_heal_stops_at_the_first_failed_box_as_the_rolling_restart_does(collecti
     rc, output, ran = site(collection_with_gateway, tmp_path, hosts=hosts, host_vars=host_vars, playbook="heal",
                            groups={"gateways": ["gw-1"]})
     assert rc != 0
-    assert roles(ran["gpu-a"]) == ["gateway:heal"] and ran["gpu-b"] == ran["gpu-c"] == [], output
+    # The failed heal's rescue returns the box to the gateways where its engine answers (readmit).
+    assert roles(ran["gpu-a"]) == ["gateway:heal", "gateway:readmit"] and ran["gpu-b"] == ran["gpu-c"] == [], output
     lines = report_lines(tmp_path)
     assert lines["gpu-b"]["todo"].startswith("The run stopped before heal on this host: gpu-a failed"), lines
     summary = heal_summary(output)
@@ -573,3 +574,82 @@ def test_check_mode_of_a_run_that_does_not_deploy_prints_no_deploy_plan(collecti
     rc, output, ran = site(collection, tmp_path, args=["--tags", tags, "--check"])
     assert rc == 0, output
     assert "fleet_plan" not in roles(ran["gpu-a"]), output
+
+
+def test_a_failed_restart_returns_the_box_to_the_gateways_before_it_leaves(collection_with_gateway, tmp_path):
+    host_vars = {"gpu-a": {"stub_fail": {"rank_container": "[E_LOCK] gpu-a: another start holds the lock. Wait."}}}
+    rc, output, ran = site(collection_with_gateway, tmp_path, hosts=("gpu-a",), host_vars=host_vars,
+                           groups={"gateways": ["gw-1"]}, args=["--tags", "restart"])
+    assert rc != 0 and "PLAY [Fleet report" in output, output
+    assert roles(ran["gpu-a"]) == ["gateway:drain", "rank_container", "gateway:readmit"], output
+
+
+def test_a_deploy_returns_a_smoke_tested_box_that_an_earlier_run_left_drained(collection_with_gateway, tmp_path):
+    rc, output, ran = site(collection_with_gateway, tmp_path, hosts=("gpu-a",), groups={"gateways": ["gw-1"]},
+                           args=["--tags", "smoke"])
+    assert rc == 0, output
+    assert roles(ran["gpu-a"]) == ["smoke_test", "gateway:readmit"], output
+
+
+def fake_haproxy(servers):
+    """The unit tests' stand-in for HAProxy's runtime API (tests/unit/plugins/modules), on a short socket path."""
+    import importlib.util
+    import tempfile
+    from ansible_run import ROOT
+    sys.path.insert(0, os.path.join(ROOT, ".cache", "collections"))
+    spec = importlib.util.spec_from_file_location(
+        "gateway_server_tests", os.path.join(ROOT, "tests", "unit", "plugins", "modules", "test_gateway_server.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fake = module.FakeHAProxy(os.path.join(tempfile.mkdtemp(prefix="hap"), "admin.sock"), servers)
+    fake.start()
+    return fake
+
+
+@pytest.mark.parametrize("answers", [True, False])
+def test_a_failed_restart_puts_the_box_back_only_if_its_engine_answers(collection, tmp_path, engine_port, answers):
+    # The real drain and return against a stand-in HAProxy; the restart itself fails (a stub).
+    fake = fake_haproxy({"gpu-a": {"status": "UP", "scur": 0}})
+    gateway = {"gateway_runtime_socket": fake.path, "gateway_state_file": str(tmp_path / "server-state")}
+    box = {"tensorfold_port": engine_port if answers else 1,
+           "stub_fail": {"rank_container": "[E_LOCK] gpu-a: another start holds the lock. Wait and run again."}}
+    rc, output, ran = site(collection, tmp_path, hosts=("gpu-a",), host_vars={"gpu-a": box, "gw-1": gateway},
+                           groups={"gateways": ["gw-1"]}, args=["--tags", "restart"])
+    assert rc != 0 and "PLAY [Fleet report" in output, output
+    assert "set server engines/gpu-a state maint" in fake.commands, fake.commands
+    assert fake.servers["gpu-a"]["status"] == ("UP" if answers else "MAINT"), output
+    line = report_lines(tmp_path)["gpu-a"]
+    assert line["codes"] == ["E_LOCK"], line
+    drained = [w for w in line["warnings"] if w.startswith("[W_GATEWAY] gpu-a: left drained at gw-1: its engine does not answer")]
+    assert len(drained) == (0 if answers else 1), line
+    assert ("gpu-a: put back in rotation at gw-1" in output) == answers, output
+
+
+def test_a_deploy_puts_a_box_left_in_maintenance_back_once_its_smoke_test_passed(collection, tmp_path, engine_port):
+    fake = fake_haproxy({"gpu-a": {"status": "MAINT", "scur": 0}})
+    gateway = {"gateway_runtime_socket": fake.path, "gateway_state_file": str(tmp_path / "server-state")}
+    rc, output, ran = site(collection, tmp_path, hosts=("gpu-a",), groups={"gateways": ["gw-1"]},
+                           host_vars={"gpu-a": {"tensorfold_port": engine_port}, "gw-1": gateway}, args=["--tags", "smoke"])
+    assert rc == 0, output
+    assert fake.servers["gpu-a"]["status"] == "UP" and "gpu-a: put back in rotation at gw-1" in output, output
+
+
+@pytest.mark.parametrize("gateways", [[], ["gw-1"]])
+def test_a_stop_drains_the_box_at_the_gateways_first(collection_with_gateway, tmp_path, gateways):
+    rc, output, ran = site(collection_with_gateway, tmp_path, hosts=("gpu-a",), groups={"gateways": gateways},
+                           args=["--tags", "stop"])
+    assert rc == 0, output
+    assert ran["gpu-a"] == ([("gateway:drain", "stop")] if gateways else []) + [("rank_container", "stop")], output
+
+
+def test_heal_leaves_a_box_stopped_on_purpose_alone(collection, tmp_path):
+    # Port 1: nothing answers, which heal would otherwise take for a box to restart.
+    data = tmp_path / "data"
+    (data / ".state").mkdir(parents=True)
+    (data / ".state" / "stopped").write_text("stopped on purpose\n")
+    host_vars = {"gpu-a": {"tensorfold_port": 1, "tensorfold_data_dir": str(data)}, "gpu-b": {"tensorfold_port": 1}}
+    rc, output, ran = site(collection, tmp_path, host_vars=host_vars, playbook="heal")
+    assert rc == 0, output
+    assert ran["gpu-a"] == [] and roles(ran["gpu-b"]) == ["rank_container", "smoke_test"], output
+    summary = heal_summary(output)
+    assert summary["gpu-a"].startswith("stopped on purpose, left alone") and summary["gpu-b"].startswith("restarted"), output
