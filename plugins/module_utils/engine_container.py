@@ -41,6 +41,9 @@ READER_MODULES = ("engine_container", "box_module", "codes", "context_fit", "eng
 
 ACCEPTED = "neither a directory nor a Hugging Face repo id"
 STATE_RECORD = "engine.json"
+# In the state folder while the engine is stopped on purpose (state=stopped): heal.yml reads it and
+# leaves the box alone; the next start that serves removes it.
+STOPPED_MARK = "stopped"
 # How often a start asks /health while it waits for the API.
 WAIT_POLL_S = 0.25
 # The most starts that try the GPUs' memory in one start (start_locked): the first, one at the
@@ -247,6 +250,7 @@ class EngineContainer(object):
         self.key_path = os.path.join(self.state_dir, "api-key")
         self.fit_file = os.path.join(self.state_dir, "context-fit.tsv")
         self.record_path = os.path.join(self.state_dir, STATE_RECORD)
+        self.stopped_mark = os.path.join(self.state_dir, STOPPED_MARK)
         self.changed = False
         self.key = ""
         self.fingerprint_started = ""
@@ -748,8 +752,25 @@ class EngineContainer(object):
         if state == "stopped":
             info = self.docker.inspect(self.p["name"])
             archive = self.stop(info)
+            self.mark_stopped(True)
             return self.result("stopped", log_dir=archive)
-        return self.start(restart=(state == "restarted"))
+        answer = self.start(restart=(state == "restarted"))
+        if answer["status"] in ("running", "replace_pending"):
+            self.mark_stopped(False)
+        return answer
+
+    def mark_stopped(self, stopped):
+        """Keep the mark of a deliberate stop (STOPPED_MARK) while the engine is stopped on purpose."""
+        if self.check_mode or stopped == os.path.exists(self.stopped_mark):
+            return
+        self.changed = True
+        if not stopped:
+            os.remove(self.stopped_mark)
+            return
+        if not os.path.isdir(self.state_dir):
+            os.makedirs(self.state_dir, 0o755)
+        with open(self.stopped_mark, "w") as out:
+            out.write("stopped on purpose at %s\n" % time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.clock())))
 
 
 def run_module(module):

@@ -402,6 +402,22 @@ def test_stop_turns_the_restart_policy_off_first_and_archives(tmp_path):
     assert "glm53-zig" not in docker.containers and not os.path.lexists(str(tmp_path / "logs" / "current"))
 
 
+def test_a_stop_marks_the_box_stopped_on_purpose_until_a_start_serves_again(tmp_path):
+    docker = FakeDocker(fitting)
+    engine(tmp_path, docker, context="65536").run("started")
+    mark = tmp_path / ".state" / ec.STOPPED_MARK
+    assert not mark.exists()
+    checked = engine(tmp_path, docker)
+    checked.check_mode = True
+    checked.run("stopped")
+    assert not mark.exists(), "check mode writes nothing"
+    stopped = engine(tmp_path, docker)
+    stopped.run("stopped")
+    assert mark.read_text().startswith("stopped on purpose at ") and stopped.changed
+    assert engine(tmp_path, docker, context="65536").run("started")["status"] == "running"
+    assert not mark.exists()
+
+
 def test_open_connections_counts_established_sockets_on_the_port(tmp_path):
     (tmp_path / "tcp").write_text(
         "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
