@@ -752,7 +752,9 @@ class EngineContainer(object):
         if state == "stopped":
             info = self.docker.inspect(self.p["name"])
             archive = self.stop(info)
-            self.mark_stopped(True)
+            # Only a box that serves or served is marked: a stop where nothing was ever started changes nothing.
+            if info is not None or os.path.exists(self.record_path):
+                self.mark_stopped(True)
             return self.result("stopped", log_dir=archive)
         answer = self.start(restart=(state == "restarted"))
         if answer["status"] in ("running", "replace_pending"):
