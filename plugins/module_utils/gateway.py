@@ -10,7 +10,10 @@
 * whether a drain has finished and whether a server put back has passed a check since
   (``drain_done``, ``ready_outcome``);
 * what would make HAProxy refuse the configuration (``settings_problems``, read in pre-flight) or
-  serve a box by mistake (``shared_addresses``).
+  serve a box by mistake (``shared_addresses``);
+* HAProxy's ``show servers state`` read against the plan: the rows of the saved state a reload may
+  load (``state_for_plan``), and whether the running process serves the plan's servers
+  (``plan_differences``).
 
 The runtime API's words (``set server B/S state drain|maint|ready``, ``show stat``) are HAProxy's
 own (its management guide); the module ``gateway_server`` sends them over the admin socket.
@@ -21,6 +24,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import csv
+import ipaddress
 import re
 
 _NAME = re.compile(r"[^A-Za-z0-9_.:-]")
@@ -324,3 +328,90 @@ def settings_problems(host, settings, groups):
                           "Set gateway_port (and gateway_stats_port) for this host to ports the engine does not use, "
                           "or bind them to another address (gateway_bind)."))
     return found
+
+
+def parse_servers_state(text):
+    """HAProxy's ``show servers state`` (format version 1: a ``1`` line, a ``# be_id be_name ...``
+    header naming the fields, one line of space-separated fields per server) as a list of dicts
+    keyed by the header's names, each with its ``line`` as HAProxy wrote it. Any other answer
+    (``Can't find backend.``) reads as no server."""
+    lines = (text or "").splitlines()
+    if not lines or lines[0].strip() != "1":
+        return []
+    fields, rows = [], []
+    for line in lines[1:]:
+        if line.startswith("#"):
+            fields = line[1:].split()
+        elif line.strip() and fields:
+            rows.append(dict(zip(fields, line.split()), line=line))
+    return rows
+
+
+def _ip(text):
+    try:
+        return ipaddress.ip_address(u"%s" % str(text).strip().strip("[]"))
+    except ValueError:
+        return None
+
+
+def _target_differences(row, server):
+    """How a ``show servers state`` row differs from the plan's server of the same name: its
+    address (an IP compared as an IP; a DNS name with the row's ``srv_fqdn``, the name configured,
+    not the address it resolved to) and its port. Empty when none."""
+    wrong = []
+    planned = str(server["address"]).strip()
+    running = row.get("srv_fqdn") or "-"
+    if running == "-":
+        running = row.get("srv_addr") or "-"
+    if _ip(planned) is not None:
+        same = _ip(running) == _ip(planned)
+    else:
+        same = running.rstrip(".").lower() == planned.rstrip(".").lower()
+    if not same:
+        wrong.append("address %s, not %s" % (running, planned))
+    if str(row.get("srv_port")) != str(int(server["port"])):
+        wrong.append("port %s, not %d" % (row.get("srv_port"), int(server["port"])))
+    return wrong
+
+
+def state_for_plan(text, backend, servers):
+    """The saved server state (``show servers state``'s answer) a reload onto the plan may load.
+
+    HAProxy applies a saved row to the server of the same backend and name as it is, address
+    (with ``init-addr last``) and port included, over the configuration's (src/server_state.c).
+    So only the rows of servers the plan keeps at the same address and port stay (their admin
+    state and health are what the file keeps across a reload: a drained box stays drained); the
+    others are dropped and start from the configuration. Rows of other backends stay.
+
+    Returns ``(text, dropped)``: the file's text and the names of the servers dropped."""
+    lines = (text or "").splitlines()
+    planned = dict((server["name"], server) for server in servers)
+    rows = dict((row["line"], row) for row in parse_servers_state(text))
+    kept, dropped = [], []
+    for line in lines:
+        if not line.strip():
+            continue
+        row = rows.get(line)
+        if row is not None and row.get("be_name") == backend:
+            server = planned.get(row.get("srv_name"))
+            if server is None or _target_differences(row, server):
+                dropped.append(row.get("srv_name"))
+                continue
+        kept.append(line)
+    return "".join(line + "\n" for line in kept), dropped
+
+
+def plan_differences(rows, backend, servers):
+    """How the servers HAProxy runs (``parse_servers_state`` rows) differ from the plan's: a
+    server missing, one the plan does not have, or one at another address or port. Text for each,
+    empty when HAProxy serves the plan."""
+    running = dict((row.get("srv_name"), row) for row in rows if row.get("be_name") == backend)
+    wrong = []
+    for server in sorted(servers, key=lambda s: s["name"]):
+        row = running.pop(server["name"], None)
+        if row is None:
+            wrong.append("%s missing" % server["name"])
+        else:
+            wrong.extend("%s at %s" % (server["name"], text) for text in _target_differences(row, server))
+    wrong.extend("%s not in the plan" % name for name in sorted(running))
+    return wrong

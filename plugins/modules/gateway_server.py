@@ -34,9 +34,16 @@ description:
     left in maintenance stays out and the others keep their health. Nothing when HAProxy is not
     running. With O(state=drained) or O(state=ready), O(state_file) is written after the change too,
     so the file never holds an older state of that box."
+  - "HAProxy applies a saved server's address and port over the configuration's. With O(servers)
+    (the plan the reload brings), O(state=saved) keeps only the servers the plan keeps at the same
+    address and port; the others start from the configuration."
+  - "O(state=loaded) waits, at most O(load_timeout) seconds, until the running HAProxy serves
+    exactly O(servers) (names, addresses, ports): a reload that HAProxy could not apply (the new
+    process failed, the old one runs on) fails with E_GATEWAY. It changes nothing."
   - O(state=query) changes nothing; with O(wait_settled) it first waits until no server of the
     backend is between states (a check moving it, or its first check not done yet).
-  - "Check mode: O(state=drained) and O(state=ready) report what they would change and send no command."
+  - "Check mode: O(state=drained) and O(state=ready) report what they would change and send no command;
+    O(state=loaded) checks nothing (no reload ran)."
 author:
   - glm53.tensorfold contributors (@glm53)
 options:
@@ -57,13 +64,24 @@ options:
   state:
     description: What to do.
     type: str
-    choices: [drained, ready, query, saved]
+    choices: [drained, ready, query, saved, loaded]
     default: query
   state_file:
     description:
       - HAProxy's C(server-state-file); required with O(state=saved), optional with O(state=drained) and
         O(state=ready) (written after the change).
     type: path
+  servers:
+    description:
+      - "The servers the gateway's configuration names (M(glm53.tensorfold.gateway_plan)'s RV(glm53.tensorfold.gateway_plan#module:servers)):
+        each with C(name), C(address) and C(port). Required with O(state=loaded); with O(state=saved), the
+        state saved is only theirs."
+    type: list
+    elements: dict
+  load_timeout:
+    description: With O(state=loaded), seconds to wait for the running HAProxy to serve O(servers).
+    type: int
+    default: 30
   drain_timeout:
     description: Seconds to wait for the requests in flight to finish before maintenance.
     type: int
@@ -130,6 +148,16 @@ saved:
   description: With O(state=saved), whether the state was written (false when HAProxy is not running, or in check mode).
   returned: when state is saved
   type: bool
+dropped:
+  description: With O(state=saved) and O(servers), the servers whose saved state was left out (not in O(servers), or at another address or port).
+  returned: when state is saved and the state was written
+  type: list
+  elements: str
+differences:
+  description: With O(state=loaded), how the running servers differ from O(servers).
+  returned: when state is loaded and they differ (the task fails)
+  type: list
+  elements: str
 drain:
   description: With O(state=drained), how the drain went.
   returned: when state is drained and something was done
@@ -150,7 +178,8 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.gateway import (
-    check_summary, drain_done, find, parse_show_stat, ready_outcome, server_name, server_state, settled)
+    check_summary, drain_done, find, parse_servers_state, parse_show_stat, plan_differences, ready_outcome,
+    server_name, server_state, settled, state_for_plan)
 
 
 class RuntimeApi(object):
@@ -214,20 +243,51 @@ def public(rows, backend):
              "check": check_summary(r)} for r in rows if r["backend"] == backend]
 
 
+def loaded(module, api, backend, params):
+    """O(state=loaded): wait until the running HAProxy serves the plan's servers, else E_GATEWAY.
+    A reload is a signal (systemctl reload returns before the new process runs): the old process
+    answers until the new one takes over, and goes on answering when the new one failed."""
+    if module.check_mode:
+        module.exit_json(changed=False)  # no reload ran: the running process has the old plan
+    deadline = time.time() + params["load_timeout"]
+    while True:
+        try:
+            wrong = plan_differences(parse_servers_state(api.send("show servers state %s" % backend)), backend,
+                                     params["servers"])
+        except (OSError, socket.error) as err:
+            # Between two processes the socket may be gone for a moment.
+            if getattr(err, "errno", None) not in (errno.ENOENT, errno.ECONNREFUSED) or time.time() >= deadline:
+                module.fail_json(msg=socket_problem("gateway", params["socket"], err))
+            wrong = [str(err)]
+        if not wrong or time.time() >= deadline:
+            break
+        time.sleep(params["poll"])
+    if wrong:
+        module.fail_json(msg="[E_GATEWAY] gateway: HAProxy does not serve this run's configuration after %d s (%s): "
+                             "the reload failed and the previous process runs on. Read why with journalctl -u "
+                             "haproxy (a port already in use, an address the host does not have), fix it, then run "
+                             "site.yml --tags gateway again." % (params["load_timeout"], "; ".join(wrong)),
+                         differences=wrong)
+    module.exit_json(changed=False)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             socket=dict(type="path", default="/run/haproxy/admin.sock"),
             backend=dict(type="str", default="engines"),
             server=dict(type="str"),
-            state=dict(type="str", choices=["drained", "ready", "query", "saved"], default="query"),
+            state=dict(type="str", choices=["drained", "ready", "query", "saved", "loaded"], default="query"),
             state_file=dict(type="path"),
+            servers=dict(type="list", elements="dict"),
+            load_timeout=dict(type="int", default=30),
             drain_timeout=dict(type="int", default=900),
             ready_timeout=dict(type="int", default=60),
             wait_settled=dict(type="bool", default=False),
             poll=dict(type="float", default=0.5),
         ),
-        required_if=[("state", "drained", ["server"]), ("state", "ready", ["server"]), ("state", "saved", ["state_file"])],
+        required_if=[("state", "drained", ["server"]), ("state", "ready", ["server"]), ("state", "saved", ["state_file"]),
+                     ("state", "loaded", ["servers"])],
         supports_check_mode=True,
     )
     params = module.params
@@ -258,31 +318,40 @@ def main():
                                  "gateway's configuration (site.yml --tags gateway)." % (server, text, answer))
 
     def save(required):
-        """The runtime state into state_file; False when there is nothing to write (no file asked
-        for, check mode, HAProxy not running). A failure fails O(state=saved), else warns."""
+        """The runtime state into state_file (only what suits O(servers) when given); None when
+        there is nothing to write (no file asked for, check mode, HAProxy not running), else the
+        servers left out. A failure fails O(state=saved), else warns."""
         if not params["state_file"] or module.check_mode:
-            return False
+            return None
         try:
             text = api.send("show servers state")
         except (OSError, socket.error) as err:
             if getattr(err, "errno", None) in (errno.ENOENT, errno.ECONNREFUSED):
-                return False  # not running: its next start has no state to keep
+                return None  # not running: its next start has no state to keep
             text, wrong = None, socket_problem(who, params["socket"], err)
         if text is not None:
+            dropped = []
+            if params["servers"] is not None and text.startswith("1\n"):
+                text, dropped = state_for_plan(text, backend, params["servers"])
             try:
                 write_state(text, params["state_file"])
-                return True
+                return dropped
             except (OSError, ValueError) as err:
                 wrong = ("[E_GATEWAY] %s: cannot save HAProxy's server state to %s: %s. Check the folder, then "
                          "run again." % (who, params["state_file"], err))
         if required:
             module.fail_json(msg=wrong)
         module.warn(wrong)
-        return False
+        return None
 
     if params["state"] == "saved":
-        saved = save(True)
-        finish(changed=saved, saved=saved)
+        dropped = save(True)
+        if dropped is None:
+            finish(changed=False, saved=False)
+        finish(changed=True, saved=True, dropped=dropped)
+
+    if params["state"] == "loaded":
+        loaded(module, api, backend, params)
 
     rows = read()
     if params["state"] == "query":

@@ -8,8 +8,8 @@ import os
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.gateway import (
     backend_plan, binds_overlap, box_from_facts, check_fall_problem, check_summary, check_timing_problem, drain_done,
-    find, is_up, listen_clashes, name_clashes, parse_show_stat, ready_outcome, server_name, server_state, settled,
-    shared_addresses)
+    find, is_up, listen_clashes, name_clashes, parse_servers_state, parse_show_stat, plan_differences, ready_outcome,
+    server_name, server_state, settled, shared_addresses, state_for_plan)
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 
@@ -159,3 +159,59 @@ def test_a_gateway_that_is_also_a_box_must_not_take_the_engine_port():
     assert listen_clashes("gateway-01", boxes, listens, "0.0.0.0") == []  # not a box
     assert listen_clashes("gw", boxes, [dict(listens[0], bind="10.0.0.5")], "127.0.0.1") == []
     assert binds_overlap("::", "10.0.0.5") and binds_overlap("10.0.0.5", "10.0.0.5") and not binds_overlap("a", "b")
+
+
+def show_servers_state():
+    # `show servers state engines` of HAProxy 2.6.12 (Debian 12): gpu-box-01 127.0.0.1:18021,
+    # gpu-box-02 localhost:18022 (a DNS name), gpu-box-03 [::1]:18023 in maintenance.
+    with open(os.path.join(FIXTURES, "haproxy-2.6-show-servers-state.txt")) as handle:
+        return handle.read()
+
+
+PLANNED = [{"host": "gpu-box-01", "name": "gpu-box-01", "address": "127.0.0.1", "port": 18021},
+           {"host": "gpu-box-02", "name": "gpu-box-02", "address": "localhost", "port": 18022},
+           {"host": "gpu-box-03", "name": "gpu-box-03", "address": "::1", "port": 18023}]
+
+
+def test_servers_state_reads_each_field_by_the_header_name():
+    rows = parse_servers_state(show_servers_state())
+    assert [(r["srv_name"], r["srv_addr"], r["srv_fqdn"], r["srv_port"], r["srv_admin_state"]) for r in rows] == [
+        ("gpu-box-01", "127.0.0.1", "-", "18021", "0"), ("gpu-box-02", "127.0.0.1", "localhost", "18022", "0"),
+        ("gpu-box-03", "::1", "-", "18023", "1")]
+    assert parse_servers_state("Can't find backend.\n") == []
+
+
+def test_the_saved_state_keeps_the_servers_the_plan_keeps_where_they_were():
+    text, dropped = state_for_plan(show_servers_state(), "engines", PLANNED)
+    assert text == show_servers_state().strip() + "\n" and dropped == []
+    # "[::1]" and "::1", "LOCALHOST." and "localhost" are the same targets.
+    same = [dict(PLANNED[1], address="LOCALHOST."), dict(PLANNED[2], address="[::1]")]
+    assert state_for_plan(show_servers_state(), "engines", same)[1] == ["gpu-box-01"]
+
+
+def test_a_server_moved_to_another_port_or_address_starts_from_the_configuration():
+    # HAProxy applies a saved row's port (and, with init-addr last, its address) over the
+    # configuration's: a moved box must not keep its old target across the reload.
+    moved = [dict(PLANNED[0], address="127.0.0.2", port=18022), dict(PLANNED[1], address="gpu-box-02.example"),
+             dict(PLANNED[2], port=18024)]
+    text, dropped = state_for_plan(show_servers_state(), "engines", moved)
+    assert dropped == ["gpu-box-01", "gpu-box-02", "gpu-box-03"]
+    assert text.splitlines()[:2] == show_servers_state().splitlines()[:2] and len(text.splitlines()) == 2
+    # Only the moved one goes; the drained box keeps its maintenance.
+    text, dropped = state_for_plan(show_servers_state(), "engines", [PLANNED[0], PLANNED[2]] + moved[1:2])
+    assert dropped == ["gpu-box-02"] and " gpu-box-03 ::1 0 1 " in text
+    # A server the plan no longer has, and an IP configured where a name was, go too.
+    assert state_for_plan(show_servers_state(), "engines", [dict(PLANNED[1], address="127.0.0.1")])[1] == [
+        "gpu-box-01", "gpu-box-02", "gpu-box-03"]
+    # Another backend's rows are not the plan's to judge.
+    assert state_for_plan(show_servers_state(), "other", [])[1] == []
+
+
+def test_plan_differences_name_what_the_running_haproxy_serves_otherwise():
+    rows = parse_servers_state(show_servers_state())
+    assert plan_differences(rows, "engines", PLANNED) == []
+    wrong = plan_differences(rows, "engines", [dict(PLANNED[0], address="127.0.0.2", port=18022), PLANNED[1],
+                                               dict(PLANNED[2], name="gpu-box-04")])
+    assert wrong == ["gpu-box-01 at address 127.0.0.1, not 127.0.0.2", "gpu-box-01 at port 18021, not 18022",
+                     "gpu-box-04 missing", "gpu-box-03 not in the plan"]
+    assert plan_differences([], "engines", PLANNED[:1]) == ["gpu-box-01 missing"]

@@ -8,12 +8,16 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import shutil
+import signal
 import socket
+import subprocess
 import threading
 import time
 
 import pytest
 
+from ansible_collections.glm53.tensorfold.plugins.module_utils.gateway import parse_servers_state
 from ansible_collections.glm53.tensorfold.plugins.modules import gateway_server
 
 HEADER = ("# pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,dreq,dresp,ereq,econ,eresp,wretr,wredis,status,"
@@ -48,6 +52,19 @@ class FakeHAProxy(threading.Thread):
             lines.append(",".join(fields) + "\n")
         return "".join(lines)
 
+    def servers_state(self):
+        """``show servers state`` as HAProxy 2.6 writes it (fixtures/haproxy-2.6-show-servers-state.txt):
+        a server's address and port are its "address" and "port" (127.0.0.1 and 8020 unless set)."""
+        lines = ["1\n", "# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight "
+                 "srv_iweight srv_time_since_last_change srv_check_status srv_check_result srv_check_health "
+                 "srv_check_state srv_agent_state bk_f_forced_id srv_f_forced_id srv_fqdn srv_port srvrecord "
+                 "srv_use_ssl srv_check_port srv_check_addr srv_agent_addr srv_agent_port\n"]
+        for n, (name, server) in enumerate(sorted(self.servers.items()), 1):
+            admin = 1 if server["status"] == "MAINT" else 0
+            lines.append("3 engines %d %s %s 2 %d 1 1 5 6 3 3 6 0 0 0 - %d - 0 0 - - 0\n" % (
+                n, name, server.get("address", "127.0.0.1"), admin, server.get("port", 8020)))
+        return "".join(lines) + "\n"
+
     def run(self):
         while True:
             conn = self.sock.accept()[0]
@@ -65,9 +82,8 @@ class FakeHAProxy(threading.Thread):
                         passed = server.get("check", "pass") == "pass"
                         server["status"], server["check_status"] = ("UP", "L7OK") if passed else ("DOWN", "L7STS")
                 answer = self.stat()
-            elif command == "show servers state":
-                answer = "1\n# be_id be_name srv_id srv_name\n" + "".join(
-                    "3 engines %d %s\n" % (n, name) for n, name in enumerate(sorted(self.servers), 1))
+            elif command in ("show servers state", "show servers state engines"):
+                answer = self.servers_state()
             elif command.startswith("set server engines/"):
                 name, state = command[len("set server engines/"):].split(" state ", 1)
                 if name not in self.servers:
@@ -212,8 +228,8 @@ def test_a_server_that_leaves_the_configuration_mid_drain_ends_the_wait(run, hap
 
 def test_the_server_state_is_saved_for_the_next_start(run, haproxy, tmp_path):
     state = tmp_path / "server-state"
-    assert run(state="saved", state_file=str(state)) == {"changed": True, "saved": True}
-    assert state.read_text().startswith("1\n") and "engines 1 gpu-box-01" in state.read_text()
+    assert run(state="saved", state_file=str(state)) == {"changed": True, "saved": True, "dropped": []}
+    assert state.read_text().startswith("1\n") and "engines 1 gpu-box-01 127.0.0.1 " in state.read_text()
     # A drain rewrites it, so a later start does not bring back an older state of that box.
     state.write_text("1\n")
     run(server="gpu-box-02", state="drained", state_file=str(state))
@@ -222,3 +238,105 @@ def test_the_server_state_is_saved_for_the_next_start(run, haproxy, tmp_path):
     assert run(state="saved", socket=str(tmp_path / "none.sock"), state_file=str(state))["saved"] is False
     assert run(check_mode=True, state="saved", state_file=str(tmp_path / "other"))["saved"] is False
     assert not (tmp_path / "other").exists()
+
+
+def planned(haproxy, **changes):
+    """The plan's servers for what the fake runs, with ``changes`` (name -> fields) applied."""
+    return [dict({"host": name, "name": name, "address": server.get("address", "127.0.0.1"),
+                  "port": server.get("port", 8020)}, **changes.get(name, {}))
+            for name, server in sorted(haproxy.servers.items())]
+
+
+def test_the_state_saved_before_a_reload_leaves_out_a_box_that_moves(run, haproxy, tmp_path):
+    # HAProxy applies a saved port (and address) over the configuration's: a box the new
+    # configuration moves must start from the configuration; the drained one stays drained.
+    haproxy.servers["gpu-box-02"]["status"] = "MAINT"
+    state = tmp_path / "server-state"
+    result = run(state="saved", state_file=str(state),
+                 servers=planned(haproxy, **{"gpu-box-01": {"address": "127.0.0.2", "port": 8022}}))
+    assert result == {"changed": True, "saved": True, "dropped": ["gpu-box-01"]}
+    assert "gpu-box-01" not in state.read_text()
+    assert "3 engines 2 gpu-box-02 127.0.0.1 2 1 " in state.read_text()
+
+
+def test_loaded_passes_once_the_reloaded_haproxy_serves_the_plan(run, haproxy):
+    # A reload is a signal: the old process answers for a while before the new one takes over.
+    def new_process_after_two_reads(fake, command):
+        if sum(c.startswith("show servers state") for c in fake.commands) == 3:
+            fake.servers["gpu-box-01"]["port"] = 8022
+    haproxy.on_command = new_process_after_two_reads
+    result = run(state="loaded", servers=planned(haproxy, **{"gpu-box-01": {"port": 8022}}), load_timeout=30)
+    assert result == {"changed": False}
+    assert haproxy.commands.count("show servers state engines") == 3
+
+
+def test_loaded_fails_when_the_old_process_runs_on(run, haproxy):
+    # systemctl reload succeeds and HAProxy's new process fails (a port in use): the old one
+    # serves the old servers.
+    result = run(state="loaded", servers=planned(haproxy, **{"gpu-box-01": {"port": 8022}}) + [
+        {"host": "gpu-box-03", "name": "gpu-box-03", "address": "gpu-box-03.example", "port": 8020}], load_timeout=0)
+    assert result["failed"] and result["msg"].startswith("[E_GATEWAY] gateway: HAProxy does not serve this run's")
+    assert result["differences"] == ["gpu-box-01 at port 8020, not 8022", "gpu-box-03 missing"]
+    assert "journalctl -u haproxy" in result["msg"]
+    assert run(check_mode=True, state="loaded", servers=[])["changed"] is False
+
+
+def free_port():
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    return port
+
+
+@pytest.mark.skipif(not shutil.which("haproxy"), reason="needs HAProxy (Debian's haproxy package)")
+def test_a_reload_with_the_real_haproxy_moves_a_box_keeps_a_drained_one_and_a_failed_one_is_caught(
+        run_module, tmp_path):
+    # HAProxy in master-worker mode as Debian's unit runs it (-Ws, reloaded with SIGUSR2), with
+    # the gateway role's state file lines (load-server-state-from-file, init-addr last).
+    sock, state, config = (str(tmp_path / name) for name in ("admin.sock", "server-state", "haproxy.cfg"))
+    front, port_a, port_b, moved = free_port(), free_port(), free_port(), free_port()
+
+    def render(servers, bind):
+        with open(config, "w") as out:
+            out.write("global\n    stats socket %s mode 600 level admin\n    server-state-file %s\n"
+                      "defaults\n    mode http\n    timeout connect 1s\n    timeout client 1s\n    timeout server 1s\n"
+                      "    load-server-state-from-file global\nfrontend openai\n    bind 127.0.0.1:%d\n"
+                      "    default_backend engines\nbackend engines\n"
+                      "    default-server check inter 60s init-addr last,libc,none\n" % (sock, state, bind))
+            out.writelines("    server %s %s:%d\n" % (s["name"], s["address"], s["port"]) for s in servers)
+        return servers
+
+    def call(**args):
+        return run_module(gateway_server, socket=sock, poll=0.05, **args)
+
+    with open(state, "w") as out:
+        out.write("1\n")
+    first = render([{"name": "box-a", "address": "127.0.0.1", "port": port_a},
+                    {"name": "box-b", "address": "localhost", "port": port_b}], front)
+    proxy = subprocess.Popen(["haproxy", "-Ws", "-f", config], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert call(state="loaded", servers=first, load_timeout=30) == {"changed": False}
+        assert call(server="box-b", state="drained")["changed"]
+        # The handler's save, then the reload onto a plan that moves box-a.
+        second = [dict(first[0], address="127.0.0.2", port=moved), first[1]]
+        assert call(state="saved", state_file=state, servers=second)["dropped"] == ["box-a"]
+        render(second, front)
+        proxy.send_signal(signal.SIGUSR2)
+        assert call(state="loaded", servers=second, load_timeout=30) == {"changed": False}
+        rows = parse_servers_state(gateway_server.RuntimeApi(sock).send("show servers state engines"))
+        assert [(r["srv_name"], r["srv_addr"], r["srv_port"], r["srv_admin_state"]) for r in rows] == [
+            ("box-a", "127.0.0.2", str(moved), "0"), ("box-b", "127.0.0.1", str(port_b), "1")]
+        # A configuration that passes haproxy -c but cannot bind: the old process runs on.
+        taken = socket.socket()
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        render([first[0], second[1]], taken.getsockname()[1])
+        proxy.send_signal(signal.SIGUSR2)
+        failed = call(state="loaded", servers=[first[0], second[1]], load_timeout=3)
+        taken.close()
+        assert failed["failed"] and failed["differences"] == [
+            "box-a at address 127.0.0.2, not 127.0.0.1", "box-a at port %d, not %d" % (moved, port_a)]
+    finally:
+        proxy.terminate()
+        proxy.wait(10)
