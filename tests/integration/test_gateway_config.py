@@ -74,6 +74,8 @@ def test_the_default_front_answers_on_ipv6_and_ipv4(tmp_path):
     port, stats = free_port(), free_port()
     text = render(tmp_path, gateway_port=port, gateway_stats_port=stats)
     assert "    bind :::%d v4v6\n" % port in text
+    # HAProxy 2.4 hands its listeners to the reloaded process only through such a socket.
+    assert "level admin expose-fd listeners\n" in text
     checked = subprocess.run([HAPROXY, "-c", "-q", "-f", str(tmp_path / "haproxy.cfg")], capture_output=True,
                              text=True, check=False)
     assert checked.returncode == 0, checked.stdout + checked.stderr
