@@ -22,9 +22,10 @@ engine = json.load(open(sys.argv[1] + "/glm53-engine.json"))
 assert [t["targets"][0] for t in engine] == ["10.0.0.1:8020", "10.0.0.2:8020", "[fd00::3]:8021"], engine
 assert [t["labels"]["box"] for t in engine] == ["box-a", "box-b", "box-c"], engine
 node = json.load(open(sys.argv[1] + "/glm53-node.json"))
-assert [t["targets"][0] for t in node] == ["10.0.0.1:9100", "10.0.0.2:9100", "[fd00::3]:9100"], node
-assert json.load(open(sys.argv[1] + "/glm53-gateway.json"))[0]["targets"] == ["[fd00::9]:8404"]
-print("file_sd targets: 3 engines, 3 node exporters, 1 gateway")
+assert [t["targets"][0] for t in node] == ["10.0.0.1:9100", "10.0.0.2:9100", "[fd00::3]:9101"], node
+gateway = json.load(open(sys.argv[1] + "/glm53-gateway.json"))
+assert [(t["labels"]["gateway"], t["targets"][0]) for t in gateway] == [("gw", "[fd00::9]:8404"), ("gw-b", "10.0.0.8:9404")], gateway
+print("file_sd targets: 3 engines, 3 node exporters (each at its own port), 2 gateways (each at its own stats port)")
 PY
 # The measured speeds: the baselines file's for box-c, the setting's over it for box-a, none for a
 # box the inventory no longer has.
