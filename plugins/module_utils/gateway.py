@@ -238,6 +238,14 @@ def drain_done(row):
     return bool(row) and row["scur"] == 0 and row["qcur"] == 0
 
 
+def drain_waits(row):
+    """Whether a drain waits for the server's requests in flight: not when the gateway's check
+    has it down (HAProxy's ``DOWN``, also after ``set server ... state drain``). A down server
+    gets no new request, and the requests still open on a wedged engine will not finish, so the
+    wait would only run out ``drain_timeout``."""
+    return bool(row) and server_state(row) != "down"
+
+
 def settled(rows, backend):
     """True when no server of the backend is between states (a check moving it, or its first
     check not yet done)."""

@@ -19,7 +19,9 @@ description:
     request goes to it (C(set server B/S state drain)), the module waits until the requests in
     flight on it have finished, at most O(drain_timeout) seconds, then puts it in maintenance
     (C(state maint)), which also pauses its health checks. A drain that runs out of time does
-    not fail; it says how many requests were still in flight."
+    not fail; it says how many requests were still in flight. A server the gateway's check has
+    down (C(DOWN)) goes to maintenance without waiting: it gets no new request, and the requests
+    open on an engine that fails its check (wedged) would not finish."
   - "O(state=ready) puts the server back (C(set server B/S state ready)) and waits, at most
     O(ready_timeout) seconds, until a health check (a real completion) that ran after the command
     has passed; it fails (E_GATEWAY, with the last check's status) when none has. Leaving
@@ -167,6 +169,7 @@ drain:
     waited_s: {description: Seconds waited for them., type: float}
     timed_out: {description: Whether O(drain_timeout) ran out with requests still in flight., type: bool}
     left_in_flight: {description: Requests still in flight when maintenance began., type: int}
+    down: {description: "Whether the gateway's check had the server down, so the drain did not wait.", type: bool}
 """
 
 import errno
@@ -178,7 +181,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.gateway import (
-    check_summary, drain_done, find, parse_servers_state, parse_show_stat, plan_differences, ready_outcome,
+    check_summary, drain_done, drain_waits, find, parse_servers_state, parse_show_stat, plan_differences, ready_outcome,
     server_name, server_state, settled, state_for_plan)
 
 
@@ -387,7 +390,7 @@ def main():
         started = time.time()
         in_flight = row["scur"]
         row = find(read(), backend, server)
-        while row and not drain_done(row) and time.time() - started < params["drain_timeout"]:
+        while drain_waits(row) and not drain_done(row) and time.time() - started < params["drain_timeout"]:
             time.sleep(params["poll"])
             row = find(read(), backend, server)
         if row is None:
@@ -397,13 +400,16 @@ def main():
                                  "reloaded without it); its requests in flight can no longer be followed. Run "
                                  "site.yml --tags gateway, then run the restart again." % server,
                              servers=public(read(), backend))
-        left = row["scur"]
+        left, down = row["scur"], not drain_waits(row)
         command("set server %s state maint" % name)
         save(False)
         drain = {"in_flight_at_start": in_flight, "waited_s": round(time.time() - started, 1),
-                 "timed_out": left > 0, "left_in_flight": left}
+                 "timed_out": left > 0 and not down, "left_in_flight": left, "down": down}
         warnings = []
-        if left:
+        if left and down:
+            warnings.append("%s: down at the gateway's check, so its %d request%s in flight could not finish; the "
+                            "restart cuts them." % (server, left, "" if left == 1 else "s"))
+        elif left:
             warnings.append("%s: %d request%s still in flight after %d s of draining; the restart cuts them "
                             "(raise gateway_drain_timeout to wait longer)."
                             % (server, left, "" if left == 1 else "s", params["drain_timeout"]))

@@ -8,6 +8,7 @@ import os
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.gateway import (
     backend_plan, binds_overlap, box_from_facts, check_fall_problem, check_summary, check_timing_problem, drain_done,
+    drain_waits,
     find, is_up, listen_clashes, name_clashes, parse_servers_state, parse_show_stat, plan_differences, ready_outcome,
     server_name, server_state, settled, shared_addresses, state_for_plan)
 
@@ -215,3 +216,11 @@ def test_plan_differences_name_what_the_running_haproxy_serves_otherwise():
     assert wrong == ["gpu-box-01 at address 127.0.0.1, not 127.0.0.2", "gpu-box-01 at port 18021, not 18022",
                      "gpu-box-04 missing", "gpu-box-03 not in the plan"]
     assert plan_differences([], "engines", PLANNED[:1]) == ["gpu-box-01 missing"]
+
+
+def test_a_drain_waits_for_a_server_unless_its_check_has_it_down():
+    rows = dict((row["server"], row) for row in parse_show_stat(show_stat()))
+    # gpu-box-01 up, gpu-box-02 DOWN (its completion check timed out), gpu-box-03 in maintenance.
+    assert drain_waits(rows["gpu-box-01"]) and drain_waits(rows["gpu-box-03"])
+    assert not drain_waits(rows["gpu-box-02"]) and not drain_waits(None)
+    assert drain_waits(dict(rows["gpu-box-02"], status="DOWN 1/2"))  # its checks pass again: it may finish them

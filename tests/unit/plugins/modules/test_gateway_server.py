@@ -92,7 +92,8 @@ class FakeHAProxy(threading.Thread):
                     server = self.servers[name]
                     if state == "ready" and server["status"] == "MAINT":
                         server["status"], server["check_at"] = "UP 1/2", time.time() + self.check_after
-                    elif state != "ready":
+                    elif state == "maint" or (state == "drain" and server["status"] != "DOWN"):
+                        # A server its check has down stays DOWN in drain (HAProxy 2.6's show stat).
                         server["status"] = {"drain": "DRAIN", "maint": "MAINT"}[state]
                     answer = "\n"
             conn.sendall(answer.encode())
@@ -226,6 +227,19 @@ def test_a_server_that_leaves_the_configuration_mid_drain_ends_the_wait(run, hap
     assert "left the gateway's configuration while it drained" in result["msg"]
 
 
+def test_a_box_down_at_the_gateway_goes_to_maintenance_without_waiting(run, haproxy):
+    # Wedged: its check has it DOWN and its 3 open requests will never finish. Waiting for them
+    # would only run out drain_timeout.
+    haproxy.servers["gpu-box-01"]["status"] = "DOWN"
+    haproxy.finish_every = 600
+    result = run(server="gpu-box-01", state="drained", drain_timeout=5)
+    assert result["changed"] and haproxy.servers["gpu-box-01"]["status"] == "MAINT"
+    assert result["drain"] == dict(result["drain"], down=True, timed_out=False, left_in_flight=3)
+    assert "down at the gateway's check" in result["warnings"][0]
+    drain, maint = (haproxy.commands.index("set server engines/gpu-box-01 state %s" % s) for s in ("drain", "maint"))
+    assert maint - drain == 2  # one read after the drain command, then maintenance
+
+
 def test_the_server_state_is_saved_for_the_next_start(run, haproxy, tmp_path):
     state = tmp_path / "server-state"
     assert run(state="saved", state_file=str(state)) == {"changed": True, "saved": True, "dropped": []}
@@ -289,6 +303,19 @@ def free_port():
     return port
 
 
+def reload_master(proxy):
+    """SIGUSR2 to HAProxy's master (Debian's systemctl reload), once it handles it: the worker
+    answers its socket before the master has left its start (SIGUSR2 still blocked, then lost)."""
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        with open("/proc/%d/status" % proxy.pid) as status:
+            caught = [int(line.split()[1], 16) for line in status if line.startswith("SigCgt:")][0]
+        if caught & (1 << (signal.SIGUSR2 - 1)):
+            break
+        time.sleep(0.05)
+    proxy.send_signal(signal.SIGUSR2)
+
+
 @pytest.mark.skipif(not shutil.which("haproxy"), reason="needs HAProxy (Debian's haproxy package)")
 def test_a_reload_with_the_real_haproxy_moves_a_box_keeps_a_drained_one_and_a_failed_one_is_caught(
         run_module, tmp_path):
@@ -314,7 +341,8 @@ def test_a_reload_with_the_real_haproxy_moves_a_box_keeps_a_drained_one_and_a_fa
         out.write("1\n")
     first = render([{"name": "box-a", "address": "127.0.0.1", "port": port_a},
                     {"name": "box-b", "address": "localhost", "port": port_b}], front)
-    proxy = subprocess.Popen(["haproxy", "-Ws", "-f", config], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = open(str(tmp_path / "haproxy.log"), "w")
+    proxy = subprocess.Popen(["haproxy", "-Ws", "-f", config], stdout=log, stderr=subprocess.STDOUT)
     try:
         assert call(state="loaded", servers=first, load_timeout=30) == {"changed": False}
         assert call(server="box-b", state="drained")["changed"]
@@ -322,8 +350,9 @@ def test_a_reload_with_the_real_haproxy_moves_a_box_keeps_a_drained_one_and_a_fa
         second = [dict(first[0], address="127.0.0.2", port=moved), first[1]]
         assert call(state="saved", state_file=state, servers=second)["dropped"] == ["box-a"]
         render(second, front)
-        proxy.send_signal(signal.SIGUSR2)
-        assert call(state="loaded", servers=second, load_timeout=30) == {"changed": False}
+        reload_master(proxy)
+        assert call(state="loaded", servers=second, load_timeout=30) == {"changed": False}, (
+            tmp_path / "haproxy.log").read_text()
         rows = parse_servers_state(gateway_server.RuntimeApi(sock).send("show servers state engines"))
         assert [(r["srv_name"], r["srv_addr"], r["srv_port"], r["srv_admin_state"]) for r in rows] == [
             ("box-a", "127.0.0.2", str(moved), "0"), ("box-b", "127.0.0.1", str(port_b), "1")]
@@ -332,7 +361,7 @@ def test_a_reload_with_the_real_haproxy_moves_a_box_keeps_a_drained_one_and_a_fa
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         render([first[0], second[1]], taken.getsockname()[1])
-        proxy.send_signal(signal.SIGUSR2)
+        reload_master(proxy)
         failed = call(state="loaded", servers=[first[0], second[1]], load_timeout=3)
         taken.close()
         assert failed["failed"] and failed["differences"] == [
@@ -340,3 +369,4 @@ def test_a_reload_with_the_real_haproxy_moves_a_box_keeps_a_drained_one_and_a_fa
     finally:
         proxy.terminate()
         proxy.wait(10)
+        log.close()
