@@ -409,6 +409,19 @@ def state_for_plan(text, backend, servers):
     return "".join(line + "\n" for line in kept), dropped
 
 
+def started_before(info_text, mtimes):
+    """Whether the HAProxy process that answers ``show info`` (``info_text``) started before the
+    newest of ``mtimes`` (the files it reads at start, as seconds): then it runs an older
+    configuration (a reload whose new process failed). ``Start_time_sec`` is whole seconds, so a
+    process started in the second the file was written counts as started after it. False when
+    the answer has no start time or there is no file."""
+    for line in (info_text or "").splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() == "Start_time_sec" and value.strip().isdigit() and mtimes:
+            return int(value.strip()) < int(max(mtimes))
+    return False
+
+
 def plan_differences(rows, backend, servers):
     """How the servers HAProxy runs (``parse_servers_state`` rows) differ from the plan's: a
     server missing, one the plan does not have, or one at another address or port. Text for each,

@@ -40,8 +40,9 @@ description:
     (the plan the reload brings), O(state=saved) keeps only the servers the plan keeps at the same
     address and port; the others start from the configuration."
   - "O(state=loaded) waits, at most O(load_timeout) seconds, until the running HAProxy serves
-    exactly O(servers) (names, addresses, ports): a reload that HAProxy could not apply (the new
-    process failed, the old one runs on) fails with E_GATEWAY. It changes nothing."
+    exactly O(servers) (names, addresses, ports) from a process started after O(config_files)
+    were last written (C(show info)'s C(Start_time_sec)): a reload that HAProxy could not apply
+    (the new process failed, the old one runs on) fails with E_GATEWAY. It changes nothing."
   - O(state=query) changes nothing; with O(wait_settled) it first waits until no server of the
     backend is between states (a check moving it, or its first check not done yet).
   - "Check mode: O(state=drained) and O(state=ready) report what they would change and send no command;
@@ -80,6 +81,13 @@ options:
         state saved is only theirs."
     type: list
     elements: dict
+  config_files:
+    description:
+      - With O(state=loaded), the files HAProxy reads when it starts (its configuration, the key map); the process
+        that answers must have started after the newest was written. Files that do not exist are left out.
+    type: list
+    elements: path
+    default: []
   load_timeout:
     description: With O(state=loaded), seconds to wait for the running HAProxy to serve O(servers).
     type: int
@@ -182,7 +190,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.gateway import (
     check_summary, drain_done, drain_waits, find, parse_servers_state, parse_show_stat, plan_differences, ready_outcome,
-    server_name, server_state, settled, state_for_plan)
+    server_name, server_state, settled, started_before, state_for_plan)
 
 
 class RuntimeApi(object):
@@ -252,11 +260,16 @@ def loaded(module, api, backend, params):
     answers until the new one takes over, and goes on answering when the new one failed."""
     if module.check_mode:
         module.exit_json(changed=False)  # no reload ran: the running process has the old plan
+    present = [path for path in params["config_files"] if os.path.exists(path)]
+    mtimes = [os.stat(path).st_mtime for path in present]
     deadline = time.time() + params["load_timeout"]
     while True:
         try:
             wrong = plan_differences(parse_servers_state(api.send("show servers state %s" % backend)), backend,
                                      params["servers"])
+            if started_before(api.send("show info"), mtimes):
+                wrong.append("its process started before %s was last written" % " or ".join(
+                    os.path.basename(path) for path in present))
         except (OSError, socket.error) as err:
             # Between two processes the socket may be gone for a moment.
             if getattr(err, "errno", None) not in (errno.ENOENT, errno.ECONNREFUSED) or time.time() >= deadline:
@@ -283,6 +296,7 @@ def main():
             state=dict(type="str", choices=["drained", "ready", "query", "saved", "loaded"], default="query"),
             state_file=dict(type="path"),
             servers=dict(type="list", elements="dict"),
+            config_files=dict(type="list", elements="path", default=[]),
             load_timeout=dict(type="int", default=30),
             drain_timeout=dict(type="int", default=900),
             ready_timeout=dict(type="int", default=60),

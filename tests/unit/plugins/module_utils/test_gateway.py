@@ -10,7 +10,7 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils.gateway import (
     backend_plan, binds_overlap, box_from_facts, check_fall_problem, check_summary, check_timing_problem, drain_done,
     drain_waits,
     find, is_up, listen_clashes, name_clashes, parse_servers_state, parse_show_stat, plan_differences, ready_outcome,
-    server_name, server_state, settled, shared_addresses, state_for_plan)
+    server_name, server_state, settled, shared_addresses, started_before, state_for_plan)
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 
@@ -224,3 +224,12 @@ def test_a_drain_waits_for_a_server_unless_its_check_has_it_down():
     assert drain_waits(rows["gpu-box-01"]) and drain_waits(rows["gpu-box-03"])
     assert not drain_waits(rows["gpu-box-02"]) and not drain_waits(None)
     assert drain_waits(dict(rows["gpu-box-02"], status="DOWN 1/2"))  # its checks pass again: it may finish them
+
+
+def test_a_process_that_started_before_its_files_were_written_runs_an_older_configuration():
+    # show info of HAProxy 2.6.12 (its lines around the start time).
+    info = "Name: HAProxy\nVersion: 2.6.12-1+deb12u4\nPid: 26975\nUptime_sec: 2\nStart_time_sec: 1796493549\n"
+    assert started_before(info, [1796493550.2, 1700000000.0])
+    # The same second counts as after (whole seconds): a reload right after the write passes.
+    assert not started_before(info, [1796493549.9]) and not started_before(info, [1796493000.0])
+    assert not started_before(info, []) and not started_before("Unknown command.\n", [1796493550.2])

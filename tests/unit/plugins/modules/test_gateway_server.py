@@ -38,6 +38,7 @@ class FakeHAProxy(threading.Thread):
         self.finish_every = finish_every
         self.check_after = check_after
         self.on_command = None  # called with each command before it is answered
+        self.start_time = 0  # the process's start (show info's Start_time_sec), whole seconds
         self.commands = []
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(path)
@@ -82,6 +83,8 @@ class FakeHAProxy(threading.Thread):
                         passed = server.get("check", "pass") == "pass"
                         server["status"], server["check_status"] = ("UP", "L7OK") if passed else ("DOWN", "L7STS")
                 answer = self.stat()
+            elif command == "show info":
+                answer = "Name: HAProxy\nVersion: 2.6.12-1+deb12u4\nStart_time_sec: %d\n" % self.start_time
             elif command in ("show servers state", "show servers state engines"):
                 answer = self.servers_state()
             elif command.startswith("set server engines/"):
@@ -284,7 +287,7 @@ def test_loaded_passes_once_the_reloaded_haproxy_serves_the_plan(run, haproxy):
     assert haproxy.commands.count("show servers state engines") == 3
 
 
-def test_loaded_fails_when_the_old_process_runs_on(run, haproxy):
+def test_loaded_fails_when_the_old_process_runs_on(run, haproxy, tmp_path):
     # systemctl reload succeeds and HAProxy's new process fails (a port in use): the old one
     # serves the old servers.
     result = run(state="loaded", servers=planned(haproxy, **{"gpu-box-01": {"port": 8022}}) + [
@@ -292,6 +295,16 @@ def test_loaded_fails_when_the_old_process_runs_on(run, haproxy):
     assert result["failed"] and result["msg"].startswith("[E_GATEWAY] gateway: HAProxy does not serve this run's")
     assert result["differences"] == ["gpu-box-01 at port 8020, not 8022", "gpu-box-03 missing"]
     assert "journalctl -u haproxy" in result["msg"]
+    # The same servers, from a process older than the configuration (only a front changed).
+    config = tmp_path / "haproxy.cfg"
+    config.write_text("# changed\n")
+    haproxy.start_time = int(os.stat(str(config)).st_mtime) - 60
+    result = run(state="loaded", servers=planned(haproxy), config_files=[str(config), str(tmp_path / "none.map")],
+                 load_timeout=0)
+    assert result["failed"] and result["differences"] == [
+        "its process started before haproxy.cfg was last written"]
+    haproxy.start_time += 60
+    assert run(state="loaded", servers=planned(haproxy), config_files=[str(config)], load_timeout=0) == {"changed": False}
     assert run(check_mode=True, state="loaded", servers=[])["changed"] is False
 
 
@@ -356,16 +369,27 @@ def test_a_reload_with_the_real_haproxy_moves_a_box_keeps_a_drained_one_and_a_fa
         rows = parse_servers_state(gateway_server.RuntimeApi(sock).send("show servers state engines"))
         assert [(r["srv_name"], r["srv_addr"], r["srv_port"], r["srv_admin_state"]) for r in rows] == [
             ("box-a", "127.0.0.2", str(moved), "0"), ("box-b", "127.0.0.1", str(port_b), "1")]
-        # A configuration that passes haproxy -c but cannot bind: the old process runs on.
+        # A configuration that passes haproxy -c but cannot bind: the old process runs on. With
+        # another server, the servers tell; with the front's port alone, the process's start.
         taken = socket.socket()
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         render([first[0], second[1]], taken.getsockname()[1])
         reload_master(proxy)
-        failed = call(state="loaded", servers=[first[0], second[1]], load_timeout=3)
-        taken.close()
-        assert failed["failed"] and failed["differences"] == [
+        failed = call(state="loaded", servers=[first[0], second[1]], config_files=[config], load_timeout=3)
+        # (Written in the second the process started, perhaps: that alone does not tell.)
+        assert failed["failed"] and failed["differences"][:2] == [
             "box-a at address 127.0.0.2, not 127.0.0.1", "box-a at port %d, not %d" % (moved, port_a)]
+        while time.time() < os.stat(config).st_mtime + 1:  # the next second (Start_time_sec is whole seconds)
+            time.sleep(0.05)
+        render(second, taken.getsockname()[1])
+        reload_master(proxy)
+        failed = call(state="loaded", servers=second, config_files=[config], load_timeout=3)
+        taken.close()
+        assert failed["failed"] and failed["differences"] == ["its process started before haproxy.cfg was last written"]
+        render(second, front)
+        reload_master(proxy)
+        assert call(state="loaded", servers=second, config_files=[config], load_timeout=30) == {"changed": False}
     finally:
         proxy.terminate()
         proxy.wait(10)
