@@ -416,7 +416,7 @@ def started_before(info_text, mtimes):
     process started in the second the file was written counts as started after it. False when
     the answer has no start time or there is no file."""
     for line in (info_text or "").splitlines():
-        name, _, value = line.partition(":")
+        name, value = (line.split(":", 1) + [""])[:2]
         if name.strip() == "Start_time_sec" and value.strip().isdigit() and mtimes:
             return int(value.strip()) < int(max(mtimes))
     return False
