@@ -24,6 +24,7 @@ os_packages() {
   command -v curl >/dev/null 2>&1 || want+=(curl)
   command -v gpg >/dev/null 2>&1 || want+=(gnupg)  # the stand-in NVIDIA repository (tests)
   command -v ssh-keygen >/dev/null 2>&1 || want+=(openssh-client)  # scripts/bench.py reaches its boxes over SSH
+  command -v haproxy >/dev/null 2>&1 || want+=(haproxy)  # the gateway's template and reload tests run the real HAProxy
   command -v shellcheck >/dev/null 2>&1 || want+=(shellcheck)  # ansible-test sanity's shellcheck test (without it: skipped, a warning)
   python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || want+=(python3-venv)
   if [ "${#want[@]}" -gt 0 ]; then
