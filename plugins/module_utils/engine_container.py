@@ -91,19 +91,20 @@ def fit_advice(kind, fits, window, auto, page_rows):
 def argument_check_verdict(rc, output):
     """What the engine's answer to the argument check means: None when it accepted the flags
     (exit 1 naming the missing model as not a directory nor a repo id), else (kind, what to quote).
-    ``flags``: exit 2, a flag is wrong (the usage and the error, on one line); ``load``: exit 1
-    with another problem, the engine's own ``tensorfold:`` lines (the image or its environment);
-    ``docker``: any other status, such as docker's own 125 (the daemon failed), 126 and 127 (the
-    command could not be run or found), with what docker or the shell said."""
+    ``flags``: exit 2, a flag is wrong (the usage and the error, on one line); ``docker``: docker's
+    own 125 (the daemon failed), 126 and 127 (the command could not be run or found), with what
+    docker or the shell said; ``load``: any other status, the engine's own (the check runs in the
+    foreground): exit 1 with another problem, its ``tensorfold:`` lines, or a death by a signal
+    (132 an image built for another CPU, 139), its last lines."""
     if rc == 1 and ACCEPTED in output:
         return None
     lines = [line.strip() for line in engine_log.clean(output).split("\n") if line.strip()]
     if rc == 2:
         return "flags", " | ".join(lines) or "(no output)"
-    if rc == 1:
-        said = [line for line in lines if line.startswith("tensorfold:")] or lines[-1:]
-        return "load", " | ".join(said) or "(no output)"
-    return "docker", " | ".join(lines[-3:]) or "(no output)"
+    if rc in (125, 126, 127):
+        return "docker", " | ".join(lines[-3:]) or "(no output)"
+    said = [line for line in lines if line.startswith("tensorfold:")] or lines[-3:]
+    return "load", " | ".join(said) or "(no output)"
 
 
 class StartFailed(Exception):
@@ -470,7 +471,7 @@ class EngineContainer(object):
                       % (said, flags),
                       "Fix the setting behind the named flag (or rank_container_engine_args); nothing running was touched.")
         if kind == "load":
-            self.fail("E_IMAGE", "the engine in %s could not start for the argument check (exit 1): %s" % (image, said),
+            self.fail("E_IMAGE", "the engine in %s could not start for the argument check (exit %s): %s" % (image, rc, said),
                       "Fix what the engine names: an image built for this card (the tensorfold_image role, or "
                       "rank_container_image) or the rank_container_env setting it reads; nothing running was touched.")
         self.fail("E_START", "docker could not run the argument check (exit %s): %s" % (rc, said),
@@ -496,7 +497,7 @@ class EngineContainer(object):
         next_inspect = self.clock() + 1
         while True:
             status, body = self.http("/health", timeout=2)
-            if health_ready(status, body) and (not self.p.get("api_key") or says_warming(body) is not None
+            if health_ready(status, body) and (not self.p["api_key"] or says_warming(body) is not None
                                                or self.answers_a_request(deadline)):
                 return "up"
             if self.clock() >= next_inspect:
@@ -517,7 +518,7 @@ class EngineContainer(object):
         left = deadline - self.clock()
         if left <= 0:
             return False
-        status, unused = self.http("/v1/chat/completions", timeout=max(1, int(left)), key=self.p.get("api_key") or None,
+        status, unused = self.http("/v1/chat/completions", timeout=max(1, int(left)), key=self.p["api_key"] or None,
                                    body=readiness_request(self.settings().get("tensorfold_served_name", "GLM-5.3-Flash")))
         return status is not None and status not in (429, 503)
 

@@ -198,6 +198,9 @@ def test_a_restart_with_the_same_flags_and_image_asks_the_engine_to_check_them_o
     ((1, "tensorfold: no CUDA kernel set for sm_120 at /opt/tensorfold/kernels\n", ""), "E_IMAGE",
      "the engine in img:tag could not start for the argument check (exit 1): tensorfold: no CUDA kernel set for "
      "sm_120 at /opt/tensorfold/kernels."),
+    # The engine died by a signal (139, SIGSEGV): its own status, not docker's.
+    ((139, "rank 0: loading shard 1/40\n", ""), "E_IMAGE",
+     "the engine in img:tag could not start for the argument check (exit 139): rank 0: loading shard 1/40."),
     # Docker's own statuses: 125 the daemon, 126/127 a command it could not run.
     ((125, "", "docker: Error response from daemon: invalid mount config for type \"bind\": bind source path does "
                "not exist: /data/.state/argument-check/api-key."), "E_START",
