@@ -26,6 +26,7 @@ __metaclass__ = type
 import csv
 import ipaddress
 import re
+import time
 
 _NAME = re.compile(r"[^A-Za-z0-9_.:-]")
 
@@ -409,17 +410,27 @@ def state_for_plan(text, backend, servers):
     return "".join(line + "\n" for line in kept), dropped
 
 
-def started_before(info_text, mtimes):
+def started_before(info_text, mtimes, now=None):
     """Whether the HAProxy process that answers ``show info`` (``info_text``) started before the
     newest of ``mtimes`` (the files it reads at start, as seconds): then it runs an older
-    configuration (a reload whose new process failed). ``Start_time_sec`` is whole seconds, so a
+    configuration (a reload whose new process failed). The start is ``Start_time_sec`` where the
+    answer has it, else ``now`` less ``Uptime_sec`` (the older field). Both are whole seconds, so a
     process started in the second the file was written counts as started after it. False when
-    the answer has no start time or there is no file."""
+    the answer has neither or there is no file."""
+    fields = {}
     for line in (info_text or "").splitlines():
         name, value = (line.split(":", 1) + [""])[:2]
-        if name.strip() == "Start_time_sec" and value.strip().isdigit() and mtimes:
-            return int(value.strip()) < int(max(mtimes))
-    return False
+        if value.strip().isdigit():
+            fields[name.strip()] = int(value.strip())
+    if not mtimes:
+        return False
+    if "Start_time_sec" in fields:
+        started = fields["Start_time_sec"]
+    elif "Uptime_sec" in fields:
+        started = int(time.time() if now is None else now) - fields["Uptime_sec"]
+    else:
+        return False
+    return started < int(max(mtimes))
 
 
 def plan_differences(rows, backend, servers):

@@ -233,3 +233,7 @@ def test_a_process_that_started_before_its_files_were_written_runs_an_older_conf
     # The same second counts as after (whole seconds): a reload right after the write passes.
     assert not started_before(info, [1796493549.9]) and not started_before(info, [1796493000.0])
     assert not started_before(info, []) and not started_before("Unknown command.\n", [1796493550.2])
+    # An answer without Start_time_sec: the start is now less Uptime_sec.
+    older = "Name: HAProxy\nPid: 26975\nUptime_sec: 2\n"
+    assert started_before(older, [1796493550.2], now=1796493551.5)
+    assert not started_before(older, [1796493549.9], now=1796493551.5)
