@@ -46,8 +46,8 @@ def test_a_check_run_on_a_box_without_the_node_exporter_does_not_fail(tmp_path):
     rc, output = run_playbook(tmp_path / "node_exporter.yml", tmp_path / "hosts.yml", tmp_path, ["--check", "--diff"])
     assert rc == 0, output[-3000:]
     assert "Could not find the requested service" not in output
-    # The exporter listens where Prometheus scrapes it (Debian's unit: prometheus-node-exporter $ARGS),
-    # restarted when that changes.
-    assert '+ARGS="--web.listen-address=:9200"' in output
+    # The exporter listens where Prometheus scrapes it and reads the folder the boxes write to (Debian's
+    # unit: prometheus-node-exporter $ARGS), restarted when that changes.
+    assert '+ARGS="--web.listen-address=:9200 --collector.textfile.directory=%s"' % (tmp_path / "textfile") in output
     assert "RUNNING HANDLER [glm53.tensorfold.monitoring : Restart prometheus-node-exporter]" in output
     assert not os.path.exists(str(tmp_path / "data"))  # check mode wrote nothing
