@@ -147,8 +147,10 @@ class Hasher:
 def hash_cache_path(root, fallback_dir):
     """Where a check of the bundle at ``root`` keeps its sha256 cache: ``.state/hashes.json`` in
     the bundle, whose ``.state`` a tarball leaves out (it is made again), unless the bundle cannot
-    be written (read-only media); then a file of its own, named after root, in ``fallback_dir``."""
-    if os.path.isdir(os.path.join(root, STATE)) or os.access(root, os.W_OK):
+    be written (read-only media, with or without its ``.state``); then a file of its own, named
+    after root, in ``fallback_dir``."""
+    state = os.path.join(root, STATE)
+    if os.access(state if os.path.isdir(state) else root, os.W_OK):
         return os.path.join(root, STATE, "hashes.json")
     name = hashlib.sha256(os.path.abspath(root).encode("utf-8")).hexdigest()[:16]
     return os.path.join(fallback_dir, "hashes-%s.json" % name)
