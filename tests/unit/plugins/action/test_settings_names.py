@@ -32,8 +32,8 @@ def test_the_boolean_forms_the_check_takes_read_alike_in_the_bool_filter_and_the
 
 
 def _own_variables():
-    """The tensorfold_* variables a run of the collection defines, read structurally (not by the
-    name scan the check uses): role defaults and vars, set_fact keys, registered results, task and
+    """The tensorfold_* variables a run of the collection defines, read structurally (what
+    settings_spec.INTERNAL_NAMES must cover): role defaults and vars, set_fact keys, registered results, task and
     play vars, and the facts the plugins set."""
     names = set(SPEC)
     collection = os.path.join(ROLES, "..")
