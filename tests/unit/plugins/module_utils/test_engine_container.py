@@ -557,12 +557,17 @@ def test_a_model_window_refusal_then_both_ranks_memory_refusals_get_a_fourth_sta
 
 
 def test_a_start_that_fails_records_no_window(tmp_path):
-    # Two memory refusals with the same figures: E_FIT, and the window refused second is not
-    # what the next start begins with.
-    docker = FakeDocker(lambda w: (False, no_stream(w, "10.00", "9.40"), ""))
+    # The model's window, then memory refusals whose per-stream cost grows with the window (as
+    # the engine's does) while each start finds less memory left: E_FIT after every start, and
+    # no window refused on the way is what the next start begins with.
+    def serve(window):
+        left = {262144: "9.40", 245760: "5.00"}.get(window, "4.00")
+        return False, MODEL_WINDOW % window if window > 262144 else no_stream(window, "%.2f" % (10.0 * window / 262144), left), ""
+
+    docker = FakeDocker(serve)
     with pytest.raises(ec.StartFailed) as failed:
         engine(tmp_path, docker).run("started")
-    assert failed.value.code == "E_FIT" and starts(docker) == 2
+    assert failed.value.code == "E_FIT" and starts(docker) == 4
     assert not (tmp_path / ".state" / "context-fit.tsv").exists()
 
 
