@@ -93,6 +93,7 @@ def read_box(params):
                                        params["data_dir"], params["health_timeout"])
     published = stands_for(record, served_now, params["data_dir"]) if params["data_dir"] and not differs else None
     return dict(changed=False, converged=not differs, differs=differs, lacks=lacks(want, differs),
+                verified_weights=verified_weights(params["weights"], have["weights"]),
                 summary=summary(differs), have=have, served=served_now, record=record,
                 node_exporter=exporter, published=published)
 
@@ -282,6 +283,15 @@ def lacks(want, differs):
     parts = set(d["part"] for d in differs)
     unknown = "run_settings" in want and not want.get("recorded_settings")
     return [part for part in ("image", "weights") if unknown or part in parts]
+
+
+def verified_weights(repos, states):
+    """The repositories of ``repos`` (as weights_fetch plans them) the box holds whole: a listing
+    recorded, at least one planned file, every one verified. A run whose repositories are all
+    among them has nothing to fetch there, whatever else differs (another setting, an image
+    removed): weights_fetch then gives that box no Hub client."""
+    return [repo for repo, state in zip(repos, states)
+            if state.get("listing") and state.get("files") and not state.get("unverified") and not state.get("problem")]
 
 
 def summary(differs):

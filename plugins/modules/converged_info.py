@@ -191,6 +191,16 @@ lacks:
   type: list
   elements: str
   sample: ["image", "weights"]
+verified_weights:
+  description:
+    - The repositories of the deploy record (or of O(weights)) the box holds whole, each as given (a listing recorded and
+      every planned file verified). Also on a box that differs in other parts, so that a run whose repositories are all
+      among them fetches nothing there.
+  returned: without O(hosts)
+  type: list
+  elements: dict
+  sample: [{"name": "model", "revision": "0123456789abcdef0123456789abcdef01234567", "local_dir": "/srv/glm53/model",
+            "state_dir": "/srv/glm53/.state/weights/model"}]
 summary:
   description: One line for the operator, C(converged) or C(differs:) and the parts.
   returned: without O(hosts)

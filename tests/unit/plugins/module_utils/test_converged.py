@@ -407,3 +407,16 @@ def test_without_a_public_endpoint_the_engines_own_is_the_live_one():
     facts = converged.stands_for({"endpoint": "http://127.0.0.1:8020/v1"}, {}, "/d")
     assert facts["smoke_test_result"]["endpoint"] == "http://127.0.0.1:8020/v1"
     assert facts["gpu_host_checks_result"] == {} and facts["tensorfold_image_tag"] == ""
+
+
+def test_only_whole_repositories_count_as_verified(repo, tmp_path):
+    whole = converged.weights_state(repo)
+    assert converged.verified_weights([repo], [whole]) == [repo]
+    # A file changed since its verification, a state never recorded, a listing with no file to serve.
+    os.utime(os.path.join(repo["local_dir"], "config.json"), ns=(1, 1))
+    changed = converged.weights_state(repo)
+    unread = converged.weights_state(dict(repo, state_dir=str(tmp_path / "nothing")))
+    empty = converged.weights_state(dict(repo, allow_patterns=["*.none"]))
+    assert converged.verified_weights([repo] * 3, [changed, unread, empty]) == []
+    other = dict(repo, name="drafter")
+    assert converged.verified_weights([other, repo], [whole, changed]) == [other]
