@@ -2,13 +2,15 @@
 """Checks of the fleet scenario after converge and idempotence (run by verify.yml).
 
 1. The fleet report: fleet-gpu-a and fleet-gpu-b LIVE, fleet-gpu-c failed with E_GPU_BUSY.
-2. The fast path on the converged fleet: a full ``site.yml`` with one setting changed on
-   fleet-gpu-b only (an extra inventory source, which also changes a gateway and a Prometheus
-   setting for every host), its image untagged and a weights file damaged: fleet-gpu-a takes the
-   fast path (changed=0, LIVE in the report) and only lends what b lacks
-   (the image and weights steps, nothing else ran there); fleet-gpu-b goes the normal way: the
-   image copied from a (nothing built), the damaged file copied from a (nothing from the Hub) and
-   only its container started again; its new deploy record holds.
+2. The fast path on the converged fleet, full ``site.yml`` runs, one difference at a time on
+   fleet-gpu-b while fleet-gpu-a takes the fast path (changed=0, LIVE in the report):
+   (a) one setting changed (an extra inventory source, which also changes a gateway and a
+   Prometheus setting for every host): only b's container is started again; its toolkit, image
+   and weights steps run and change nothing, and nothing is lent;
+   (b) then its image untagged and a weights file damaged: a lends both (the image and weights
+   steps, nothing else ran there): the image copied from a (nothing built), the damaged file
+   copied from a (nothing from the Hub), and b's container keeps running. Its new deploy record
+   holds: the same run again is the fast path for both.
 3. ``site.yml --tags restart`` on the two serving hosts (JSON callback): one host per batch, a
    then b; only rank_container and smoke_test ran (no image build, no download, no
    re-verification, no host checks); each host's container started exactly once and its
@@ -88,11 +90,70 @@ check(rows["fleet-gpu-c"]["status"] == "failed" and "E_GPU_BUSY" in rows["fleet-
 check(rows["fleet-gpu-c"]["todo"] != "", "the failed host's line says what to do")
 check(report["summary"]["live"] == 2 and report["summary"]["failed"] == 1, "summary: 2 LIVE, 1 failed")
 
-# 2. The fast path: one box of the converged fleet with a setting changed, its image gone and a
-# weights file damaged; the other box lends it the image and the weights.
+# 2. The fast path, one difference at a time on fleet-gpu-b. (a) A setting: only its container is
+# replaced; the toolkit, the image and the weights are checked and change nothing (no Hub client
+# unpacked: its copy is whole). (b) Its image untagged and a weights file damaged: fleet-gpu-a
+# lends both, and the container keeps running (same image id, the file made whole again).
 DEPLOY_ROLES = ("gpu_host_checks", "nvidia_toolkit", "smoke_test")
 LENDING_ROLES = ("tensorfold_image", "weights_fetch")
+CHECKED_ONLY = ("gpu_host_checks", "nvidia_toolkit", "tensorfold_image", "weights_fetch")
+
+
+def roles_on(doc, role):
+    """Hosts on which a task of ROLE ran in the steps after pre-flight (which checks every box's
+    settings on the controller)."""
+    steps = [t for p in doc["plays"] if not p["play"]["name"].startswith("Pre-flight") for t in p["tasks"]]
+    return sorted({h for t in steps if (".%s : " % role) in "." + t["task"]["name"] for h in ran(t)})
+
+
+def changed_by(doc, role, words="", host=None):
+    return sorted({h for p in doc["plays"] for t in p["tasks"]
+                   if (".%s : " % role) in "." + t["task"]["name"] and words in t["task"]["name"]
+                   for h, r in t["hosts"].items() if r.get("changed") and h == (host or h)})
+
+
+def engine_changed(doc):
+    return {h: r.get("changed") for p in doc["plays"] for t in p["tasks"]
+            if "Start, restart or stop the engine container" in t["task"]["name"] for h, r in t["hosts"].items()}
+
+
+def only_b_worked(doc, what):
+    stats = doc.get("stats", {})
+    check(stats.get("fleet-gpu-a", {}).get("changed", 0) == 0, "%s: fleet-gpu-a changed nothing: %s %s" % (
+        what, stats.get("fleet-gpu-a"), [t["task"]["name"] for p in doc["plays"] for t in p["tasks"]
+                                         if t["hosts"].get("fleet-gpu-a", {}).get("changed")]))
+    check(stats.get("fleet-gpu-b", {}).get("changed", 0) > 0, "%s: fleet-gpu-b changed: %s" % (what, stats.get("fleet-gpu-b")))
+    for role in DEPLOY_ROLES:
+        check(roles_on(doc, role) == ["fleet-gpu-b"], "%s: %s ran on fleet-gpu-b only: %s" % (what, role, roles_on(doc, role)))
+
+
+override = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "fast-path-override.yml")
+with open(override, "w") as handle:
+    # Settings of the gateway and the Prometheus host change for every host: they shape no GPU box,
+    # so fleet-gpu-a stays on the fast path.
+    json.dump({"all": {"vars": {"gateway_drain_timeout": 45, "monitoring_scrape_interval": "20s"},
+                       "hosts": {"fleet-gpu-b": {"tensorfold_max_tokens": 16384}}}}, handle)
+
+# (a) One setting.
 before = {h: started_at(h) for h in SERVING}
+rc, doc, took = site(inventories=[override])
+print("one setting changed on one box, full run: %.1f s" % took)
+check(rc == 0, "(a) the full run with fleet-gpu-b's setting changed exits 0 (rc %s)" % rc)
+only_b_worked(doc, "(a)")
+for role in LENDING_ROLES:
+    check(roles_on(doc, role) == ["fleet-gpu-b"], "(a) %s ran on fleet-gpu-b alone, nothing lent: %s" % (role, roles_on(doc, role)))
+for role in CHECKED_ONLY:
+    check(changed_by(doc, role, host="fleet-gpu-b") == [], "(a) %s changed nothing on fleet-gpu-b: %s" % (
+        role, [t["task"]["name"] for p in doc["plays"] for t in p["tasks"]
+               if (".%s : " % role) in "." + t["task"]["name"] and t["hosts"].get("fleet-gpu-b", {}).get("changed")]))
+check(engine_changed(doc) == {"fleet-gpu-b": True}, "(a) only fleet-gpu-b's engine container was started again: %s" % engine_changed(doc))
+after = {h: started_at(h) for h in SERVING}
+check(after["fleet-gpu-a"] == before["fleet-gpu-a"], "(a) fleet-gpu-a's container kept running untouched")
+check(after["fleet-gpu-b"] != before["fleet-gpu-b"] and after["fleet-gpu-b"].startswith("true"),
+      "(a) fleet-gpu-b's container runs again with the new setting")
+
+# (b) The image and a weights file, the setting as recorded now.
+before = after
 image_ref = box("fleet-gpu-b", "docker", "inspect", "-f", "{{.Config.Image}}", CONTAINER)[1]
 image_id = {h: box(h, "docker", "image", "inspect", "-f", "{{.Id}}", image_ref)[1] for h in SERVING}
 check(image_ref and image_id["fleet-gpu-a"] == image_id["fleet-gpu-b"] != "", "both boxes hold %s: %s" % (image_ref, image_id))
@@ -103,57 +164,30 @@ box("fleet-gpu-b", "python3", "-c", "import sys; f = open(sys.argv[1], 'r+b'); b
     "f.write(bytes([b[0] ^ 255]))", weights_file)  # same size, other bytes, a new mtime
 check(weights_file and digest["fleet-gpu-a"] == digest["fleet-gpu-b"] != box("fleet-gpu-b", "sha256sum", weights_file)[1].split()[:1],
       "fleet-gpu-b's %s damaged" % weights_file)
-override = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "fast-path-override.yml")
-with open(override, "w") as handle:
-    # Settings of the gateway and the Prometheus host change for every host: they shape no GPU box,
-    # so fleet-gpu-a stays on the fast path.
-    json.dump({"all": {"vars": {"gateway_drain_timeout": 45, "monitoring_scrape_interval": "20s"},
-                       "hosts": {"fleet-gpu-b": {"tensorfold_max_tokens": 16384}}}}, handle)
 rc, doc, took = site(inventories=[override])
-print("one box changed, full run: %.1f s" % took)
-check(rc == 0, "the full run with fleet-gpu-b's setting changed exits 0 (rc %s)" % rc)
-stats = doc.get("stats", {})
-tasks = [t for p in doc["plays"] for t in p["tasks"]]
-check(stats.get("fleet-gpu-a", {}).get("changed") == 0, "fleet-gpu-a changed nothing: %s %s" % (
-    stats.get("fleet-gpu-a"), [t["task"]["name"] for t in tasks if t["hosts"].get("fleet-gpu-a", {}).get("changed")]))
-check(stats.get("fleet-gpu-b", {}).get("changed", 0) > 0, "fleet-gpu-b changed: %s" % stats.get("fleet-gpu-b"))
-print("fleet-gpu-a, tasks on the fast path (ok and skipped, as PLAY RECAP counts them): %d" % sum(
-    stats.get("fleet-gpu-a", {}).get(k, 0) for k in ("ok", "skipped", "failures")))
-# Pre-flight checks the image settings of every box (controller only); the deploy steps come after it.
-step_tasks = [t for p in doc["plays"] if not p["play"]["name"].startswith("Pre-flight") for t in p["tasks"]]
-for role in DEPLOY_ROLES:
-    on = sorted({h for t in step_tasks if (".%s : " % role) in "." + t["task"]["name"] for h in ran(t)})
-    check(on == ["fleet-gpu-b"], "%s ran on fleet-gpu-b only: %s" % (role, on))
+print("one box's image and weights file gone, full run: %.1f s" % took)
+check(rc == 0, "(b) the full run exits 0 (rc %s)" % rc)
+only_b_worked(doc, "(b)")
 for role in LENDING_ROLES:
-    on = sorted({h for t in step_tasks if (".%s : " % role) in "." + t["task"]["name"] for h in ran(t)})
-    check(on == SERVING, "%s ran on fleet-gpu-b and its lender fleet-gpu-a: %s" % (role, on))
-
-
-def changed_by(role, words=""):
-    return sorted({h for t in tasks if (".%s : " % role) in "." + t["task"]["name"] and words in t["task"]["name"]
-                   for h, r in t["hosts"].items() if r.get("changed")})
-
-
-check(changed_by("tensorfold_image", "Build") == [], "no image was built: %s" % changed_by("tensorfold_image", "Build"))
+    check(roles_on(doc, role) == SERVING, "(b) %s ran on fleet-gpu-b and its lender fleet-gpu-a: %s" % (role, roles_on(doc, role)))
+check(changed_by(doc, "tensorfold_image", "Build") == [], "(b) no image was built: %s" % changed_by(doc, "tensorfold_image", "Build"))
 LOADED_FROM_PEER = "Load the build host's image as it arrives"
-check(changed_by("tensorfold_image", LOADED_FROM_PEER) == ["fleet-gpu-b"],
-      "fleet-gpu-b loaded the image from fleet-gpu-a: %s" % changed_by("tensorfold_image", LOADED_FROM_PEER))
+check(changed_by(doc, "tensorfold_image", LOADED_FROM_PEER) == ["fleet-gpu-b"],
+      "(b) fleet-gpu-b loaded the image from fleet-gpu-a: %s" % changed_by(doc, "tensorfold_image", LOADED_FROM_PEER))
 got = box("fleet-gpu-b", "docker", "image", "inspect", "-f", "{{.Id}}", image_ref)[1]
-check(got == image_id["fleet-gpu-a"], "fleet-gpu-b holds fleet-gpu-a's image again: %s" % got)
-check(changed_by("weights_fetch") == ["fleet-gpu-b"], "only fleet-gpu-b's weights changed: %s" % changed_by("weights_fetch"))
+check(got == image_id["fleet-gpu-a"], "(b) fleet-gpu-b holds fleet-gpu-a's image again: %s" % got)
+check(changed_by(doc, "weights_fetch") == ["fleet-gpu-b"], "(b) only fleet-gpu-b's weights changed: %s" % changed_by(doc, "weights_fetch"))
+tasks = [t for p in doc["plays"] for t in p["tasks"]]
 hub = sorted({h for t in tasks if "Fetch every repository from the Hub" in t["task"]["name"] for h in ran(t)})
 copied = sorted({h for t in tasks if "Copy every repository from the seed" in t["task"]["name"] for h in ran(t)})
-check(hub == ["fleet-gpu-a"] and copied == ["fleet-gpu-b"], "fleet-gpu-b copied its weights from fleet-gpu-a, "
+check(hub == ["fleet-gpu-a"] and copied == ["fleet-gpu-b"], "(b) fleet-gpu-b copied its weights from fleet-gpu-a, "
       "only the lender asked the Hub: Hub %s, copied %s" % (hub, copied))
 got = box("fleet-gpu-b", "sha256sum", weights_file)[1].split()[:1]
-check(got == digest["fleet-gpu-a"], "fleet-gpu-b's damaged file is whole again: %s" % got)
-engine = {h: r.get("changed") for t in tasks if "Start, restart or stop the engine container" in t["task"]["name"]
-          for h, r in t["hosts"].items()}
-check(engine == {"fleet-gpu-b": True}, "only fleet-gpu-b's engine container was started again: %s" % engine)
-after = {h: started_at(h) for h in SERVING}
-check(after["fleet-gpu-a"] == before["fleet-gpu-a"], "fleet-gpu-a's container kept running untouched")
-check(after["fleet-gpu-b"] != before["fleet-gpu-b"] and after["fleet-gpu-b"].startswith("true"),
-      "fleet-gpu-b's container runs again with the new setting")
+check(got == digest["fleet-gpu-a"], "(b) fleet-gpu-b's damaged file is whole again: %s" % got)
+# The container already runs that image id, and it read the weights before the damage.
+check(engine_changed(doc) == {"fleet-gpu-b": False}, "(b) fleet-gpu-b's engine container was checked, not started again: %s"
+      % engine_changed(doc))
+check({h: started_at(h) for h in SERVING} == before, "(b) both containers kept running untouched")
 with open(REPORT) as handle:
     rows = {row["host"]: row for row in json.load(handle)["hosts"]}
 check(all(rows[h]["label"] == "LIVE" for h in SERVING), "both boxes LIVE in the report: %s" % [rows[h]["label"] for h in SERVING])
