@@ -320,20 +320,34 @@ def host_problems(host, observed, expect, toolkit_follows=False):
 
     When the recipe's own container already runs on the host, the GPU memory, busy and port checks
     are left out: its ranks are what holds them. With ``toolkit_follows`` (the nvidia_toolkit step
-    runs on the box later in this run) the docker group is judged even when Docker is missing.
+    runs on the box later in this run) the docker group is judged even when Docker is missing, and
+    checks that ran as a user other than root are E_SETTINGS, with Docker and the ports left
+    unjudged (as that user they cannot be judged for the steps, which run as root).
     """
     problems = []
     own_ranks_running = bool((observed.get("docker") or {}).get("own_container_running"))
     _platform(host, observed, problems)
     _tools(host, observed, problems)
-    _docker(host, observed, expect, problems, toolkit_follows)
+    # The deploy steps after the checks run as root. Checks run as another user (a login without
+    # become) see Docker's socket and the engine's ports as that user would: "permission denied"
+    # read as no Docker, a docker group to join, the serving engine's port as taken. One problem
+    # says what to set instead; the next run judges those parts as root.
+    as_root = (observed.get("user") or "root") == "root"
+    if toolkit_follows and not as_root:
+        problems.append(record(
+            "E_SETTINGS", host, "the checks ran as user %s, not root, and the deploy steps after them must run as root "
+            "(packages, files under /etc, Docker)" % observed["user"],
+            "Set ansible_become: true for the host (sudo, with ansible_become_password or a NOPASSWD rule), "
+            "or connect as root; Docker and the ports are judged then."))
+    else:
+        _docker(host, observed, expect, problems, toolkit_follows)
     selected = _gpus(host, observed, expect, problems)
     _driver(host, observed, expect, problems)
     if not own_ranks_running:
         _gpu_memory(host, selected, expect, problems)
     _power(host, selected, expect, problems)
     _p2p(host, observed, selected, expect, problems)
-    _resources(host, observed, expect, problems, own_ranks_running)
+    _resources(host, observed, expect, problems, own_ranks_running or (toolkit_follows and not as_root))
     return problems
 
 

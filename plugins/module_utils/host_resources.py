@@ -12,7 +12,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import errno
-import getpass
 import importlib.util
 import json
 import os
@@ -249,10 +248,21 @@ def ask_docker(module, docker, container, user, wait=0, clock=time.monotonic, sl
     return answer
 
 
+def effective_user(geteuid=os.geteuid):
+    """The name of the user the checks run as: the effective uid's, not $USER or $LOGNAME, which
+    `su` to root keeps from the login (and getpass reads first)."""
+    uid = geteuid()
+    try:
+        import pwd  # pylint: disable=import-outside-toplevel
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return "root" if uid == 0 else str(uid)
+
+
 def read_host(module):
     """host_resources' answer, ended with module.exit_json."""
     p = module.params
-    user = getpass.getuser()
+    user = effective_user()
     docker = module.get_bin_path("docker", required=False)
     extra = {}
     if p["docker"]:

@@ -653,3 +653,22 @@ def test_heal_leaves_a_box_stopped_on_purpose_alone(collection, tmp_path):
     assert ran["gpu-a"] == [] and roles(ran["gpu-b"]) == ["rank_container", "smoke_test"], output
     summary = heal_summary(output)
     assert summary["gpu-a"].startswith("stopped on purpose, left alone") and summary["gpu-b"].startswith("restarted"), output
+
+
+# A login that is not root and no become to root: `su` to nobody stands for an inventory's
+# ansible_user without ansible_become.
+NOT_ROOT = {"ansible_become": True, "ansible_become_method": "su", "ansible_become_user": "nobody",
+            "ansible_become_flags": "-s /bin/sh"}
+
+
+def test_a_box_a_step_would_not_reach_as_root_fails_before_that_step_changes_anything(collection, tmp_path):
+    # A rolling restart: pre-flight reads no box (the stubs' records would need root here), and
+    # the restart's step is the first to reach the boxes.
+    rc, output, ran = site(collection, tmp_path, host_vars={"gpu-b": NOT_ROOT},
+                           args=["--tags", "restart", "-e", "tensorfold_restart_max_fail_percentage=100"])
+    assert rc != 0 and "PLAY [Fleet report" in output, output
+    assert roles(ran["gpu-a"]) == ["rank_container", "smoke_test"], output
+    assert ran["gpu-b"] == [], output
+    line = report_lines(tmp_path)["gpu-b"]
+    assert line["codes"] == ["E_SETTINGS"] and line["stage"] == "restart", line
+    assert "user id 65534, not root" in " ".join(line["errors"]) and "ansible_become: true" in line["todo"], line

@@ -366,13 +366,13 @@ def test_expectations_left_empty_take_their_defaults():
 
 # A fresh box: no Docker, or Docker without the nvidia runtime. With the toolkit step later in the
 # run (toolkit_follows) what it fixes is left to it; without it (--tags check, --tags start, the
-# role alone) it fails the box as before.
-NO_DOCKER = dict(ANSWER, tools=dict(RESOURCES["tools"], docker=None),
+# role alone) it fails the box as before. A deploy run's checks run as root, as its steps do.
+NO_DOCKER = dict(ANSWER, user="root", tools=dict(RESOURCES["tools"], docker=None),
                  docker={"ok": False, "error": "docker is not installed (not on PATH)", "runtimes": [], "groups": None,
                          "own_container_running": False})
-NO_RUNTIME = dict(ANSWER, docker=dict(ANSWER["docker"], runtimes=["runc"]))
+NO_RUNTIME = dict(ANSWER, user="root", docker=dict(ANSWER["docker"], runtimes=["runc"], groups=None))
 # Docker runs, but the host's Python lacks requests, which Ansible's Docker modules import there.
-NO_REQUESTS = dict(ANSWER, python="/usr/bin/python3", python_requests=False)
+NO_REQUESTS = dict(ANSWER, user="root", python="/usr/bin/python3", python_requests=False)
 GOOD_GPUS = dict(ANSWER["gpu_info"], gpus=[gpu(0), gpu(1)])
 
 
@@ -410,17 +410,26 @@ def test_warnings_stay_beside_what_is_left_to_the_toolkit_step():
     assert fleet_summary([("gpu1", answer)])["lines"] == ["gpu1: warnings (W_MEMORY); left to the toolkit step (E_NVIDIA_RUNTIME)"]
 
 
-def test_the_docker_group_is_not_left_to_the_toolkit_step():
-    # The toolkit adds nvidia_toolkit_docker_users to the group, which counts only from a new login.
-    no_group = dict(NO_RUNTIME, docker=dict(NO_RUNTIME["docker"], groups=["deploy"]))
-    answer = verdict("gpu1", no_group, GOOD_GPUS, EXPECT, toolkit_follows=True)
-    assert answer["status"] == "fail" and codes(answer["problems"]) == ["E_DOCKER_GROUP", "E_NVIDIA_RUNTIME"]
-    # Docker missing: the group is judged all the same, since only the toolkit step could go on.
-    missing = dict(NO_DOCKER, docker=dict(NO_DOCKER["docker"], groups=["deploy"]))
-    answer = verdict("gpu1", missing, GOOD_GPUS, EXPECT, toolkit_follows=True)
-    assert answer["status"] == "fail" and codes(answer["problems"]) == ["E_DOCKER", "E_DOCKER_GROUP"]
-    root = dict(NO_DOCKER, user="root")
-    assert verdict("gpu1", root, GOOD_GPUS, EXPECT, toolkit_follows=True)["status"] == "warn"
+def test_a_deploy_run_whose_checks_ran_as_another_user_than_root_says_what_to_set():
+    # A login without become: the steps after the checks could not install or write as root. What
+    # that user sees of Docker and the ports (permission denied, the serving engine's port taken)
+    # is not blamed: the next run judges it as root.
+    as_deploy = dict(ANSWER, user="deploy", docker={
+        "ok": False, "runtimes": [], "groups": ["deploy"], "own_container_running": False,
+        "error": "permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock"},
+        ports=[{"port": 8020, "free": False, "why": "port 8020 is in use on 0.0.0.0"}])
+    answer = verdict("gpu1", as_deploy, GOOD_GPUS, EXPECT, toolkit_follows=True)
+    assert answer["status"] == "fail" and codes(answer["problems"]) == ["E_SETTINGS"], answer
+    assert answer["left_to_toolkit"] == []
+    message = answer["problems"][0]["message"]
+    assert message.startswith("[E_SETTINGS] gpu1: the checks ran as user deploy, not root") and "ansible_become: true" in message
+    # The other checks still speak.
+    busy = dict(GOOD_GPUS, gpus=[gpu(0, used=20482), gpu(1)])
+    assert codes(verdict("gpu1", as_deploy, busy, EXPECT, toolkit_follows=True)["problems"]) == ["E_SETTINGS", "E_GPU_BUSY"]
+    # A read-only check run (no deploy step after it) judges the recipe's login: one in the docker group.
+    no_group = dict(ANSWER, docker=dict(ANSWER["docker"], groups=["deploy"]))
+    assert codes(verdict("gpu1", no_group, GOOD_GPUS, EXPECT)["problems"]) == ["E_DOCKER_GROUP"]
+    assert codes(verdict("gpu1", ANSWER, GOOD_GPUS, EXPECT)["problems"]) == []
 
 
 def test_a_python_without_requests_is_named_with_its_path_and_the_package():

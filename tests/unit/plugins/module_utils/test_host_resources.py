@@ -218,3 +218,11 @@ def test_a_daemon_that_stays_down_is_reported_once_the_wait_is_over_and_at_once_
     module = DockerAsked(down=1000)
     assert not res.ask_docker(module, "/usr/bin/docker", None, "root", clock=clock, sleep=sleep)["ok"]
     assert module.asked == 1
+
+
+def test_the_user_is_the_effective_uids_not_the_logins_environment(monkeypatch):
+    # `su` to root keeps USER and LOGNAME of the login; the checks run as root all the same.
+    monkeypatch.setenv("USER", "deploy")
+    monkeypatch.setenv("LOGNAME", "deploy")
+    assert res.effective_user(lambda: 0) == "root"
+    assert res.effective_user(lambda: 4242424) == "4242424"  # no such account
