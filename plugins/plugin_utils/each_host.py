@@ -13,6 +13,11 @@ task's conditions were judged once, when the batch reached it. Only the workers,
 trips and the controller's per-host bookkeeping are saved (docs/development.md, "One worker reads
 the batch").
 
+The reads of one process share its interpreter lock, and templating a host's arguments is Python
+(about 40 ms a host here): with many hosts the worker forks, as Ansible forks its workers, and each
+process reads its share of them in threads of its own (``shards``), the results sent back through
+a pipe. A share whose process gives no answer is read again by the worker itself.
+
 It leans on what a worker process holds (``ansible.executor.process.worker.current_worker``), so
 ``run_each`` returns None where that is missing (another ansible-core, a task not run by a worker,
 a loop or a timeout on the task) and the caller answers for its own host only.
@@ -24,17 +29,64 @@ __metaclass__ = type
 
 import contextlib
 import contextvars
+import os
+import pickle
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible import context
 from ansible.executor.task_executor import TaskExecutor
 from ansible.playbook.task import Task
+from ansible.utils.display import Display
 
 try:  # ansible-core 2.19's per-thread state of a task run (a worker process has one of each)
     from ansible._internal import _task
     from ansible._internal._templating import _access
 except ImportError:  # pragma: no cover  (before 2.19: no such state)
     _task = _access = None
+
+
+display = Display()
+
+# At least this many hosts a process: a fork costs about what one host's read does.
+SHARD_HOSTS = 8
+
+
+def shards(names, cpus):
+    """``names`` dealt out to the processes that read them: one per SHARD_HOSTS hosts, at most one
+    per CPU; the first share is the worker's own."""
+    count = max(1, min(cpus or 1, len(names) // SHARD_HOSTS))
+    return [names[start::count] for start in range(count)]
+
+
+def _fork(read, names):
+    """Read ``names`` in a child process; return (pid, the read end of its pipe). The child sends
+    its pickled {host: result} and ends at once (no cleanup of what it shares with the worker)."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover  (the child; its answer is what the tests read)
+        code = 1
+        try:
+            os.close(read_end)
+            data = pickle.dumps(read(names))
+            with os.fdopen(write_end, "wb") as out:
+                out.write(data)
+            code = 0
+        finally:
+            os._exit(code)  # pylint: disable=protected-access
+    os.close(write_end)
+    return pid, read_end
+
+
+def _collect(pid, read_end):
+    """The child's {host: result}, or None when it gave none."""
+    with os.fdopen(read_end, "rb") as source:
+        data = source.read()
+    os.waitpid(pid, 0)
+    try:
+        answer = pickle.loads(data) if data else None
+    except Exception:  # pylint: disable=broad-except  # a truncated answer: read again
+        return None
+    return answer if isinstance(answer, dict) else None
 
 
 def _worker():
@@ -95,10 +147,20 @@ def run_each(action, task_vars, hosts, drop=("hosts",)):
         except Exception as exc:  # pylint: disable=broad-except
             return {"failed": True, "msg": "%s: %s" % (type(exc).__name__, exc)}
 
+    def read(names):
+        if len(names) <= 1:
+            return dict((name, answer(name)) for name in names)
+        threads = max(1, min(len(names), int(context.CLIARGS.get("forks") or 5)))
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            futures = dict((name, pool.submit(answer, name)) for name in names)
+            return dict((name, future.result()) for name, future in futures.items())
+
     names = list(dict.fromkeys(hosts))
-    if len(names) <= 1:
-        return dict((name, answer(name)) for name in names)
-    threads = max(1, min(len(names), int(context.CLIARGS.get("forks") or 5)))
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        futures = dict((name, pool.submit(answer, name)) for name in names)
-        return dict((name, future.result()) for name, future in futures.items())
+    own, *others = shards(names, os.cpu_count())
+    display.vvv("each_host: %d hosts read by %d processes" % (len(names), 1 + len(others)))
+    # Forked before this process starts a thread of its own.
+    children = [(share, _fork(read, share)) for share in others]
+    results = read(own)
+    for share, (pid, read_end) in children:
+        results.update(_collect(pid, read_end) or read(share))
+    return dict((name, results[name]) for name in names)

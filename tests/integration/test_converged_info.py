@@ -287,3 +287,43 @@ def test_one_worker_reads_every_box_of_the_batch(box, tmp_path):
     assert boxes["box-a"]["converged"] is True and boxes["box-a"]["read_with"] == box["way"], boxes["box-a"]
     assert [d["part"] for d in boxes["box-b"]["differs"]] == ["record", "api_key"], boxes["box-b"]
     assert "secret" not in proc.stdout
+
+
+def test_many_boxes_are_read_by_several_processes_each_with_its_own_answer(box, tmp_path):
+    """With enough hosts the worker forks and each process reads its share (each_host.shards):
+    every box still gets its own answer, whichever process read it."""
+    from ansible_collections.glm53.tensorfold.plugins.plugin_utils import each_host  # pylint: disable=import-outside-toplevel
+    subprocess.check_call(["docker", "start", box["name"]], stdout=subprocess.DEVNULL, timeout=60)
+    run = "d" * 64
+    record = {"settings": run, "container": SETTINGS, "image": IMAGE, "weights": [],
+              "endpoint": box["health_url"][:-len("/health")] + "/v1"}
+    local = dict(ansible_connection="local", ansible_python_interpreter=sys.executable,
+                 ansible_pipelining=WAYS[box["way"]], box_container=box["name"], box_run_settings=run)
+    names = ["box-%02d" % number for number in range(2 * each_host.SHARD_HOSTS + 1)]
+    hosts = {}
+    for number, name in enumerate(names):
+        data = tmp_path / name
+        (data / ".state").mkdir(parents=True)
+        if number % 3 == 0:  # every third box has a deploy record (and its own key)
+            (data / ".state" / "deployed.json").write_text(json.dumps(record))
+            (data / ".state" / "api-key").write_text("sk-%s-secret" % name)
+        hosts[name] = dict(local, box_data_dir=str(data), box_api_key="sk-%s-secret" % name)
+    inventory = {"all": {"children": {"gateways": {"hosts": {"gateway": dict(hosts[names[0]])}},
+                                      "gpu_hosts": {"hosts": hosts}}}}
+    (tmp_path / "hosts.json").write_text(json.dumps(inventory))
+    (tmp_path / "play.yml").write_text(BATCH_PLAY)
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"), ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json")
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-vvv", "-i",
+                           str(tmp_path / "hosts.json"), str(tmp_path / "play.yml")], cwd=ROOT, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    processes = len(each_host.shards(names, os.cpu_count()))
+    assert "each_host: %d hosts read by %d processes" % (len(names), processes) in proc.stdout, proc.stdout[-3000:]
+    # -vvv's lines come first; the JSON callback's document is the rest, from a line of its own.
+    read = json.loads(proc.stdout[proc.stdout.index("\n{\n"):])["plays"][0]["tasks"][0]
+    boxes = read["hosts"]["gateway"]["boxes"]
+    assert sorted(boxes) == names, sorted(boxes)
+    for number, name in enumerate(names):
+        assert boxes[name]["converged"] is (number % 3 == 0), (name, boxes[name].get("summary"))
+    assert "secret" not in json.dumps(boxes)
