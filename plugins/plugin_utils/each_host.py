@@ -31,6 +31,7 @@ import contextlib
 import contextvars
 import os
 import pickle
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible import context
@@ -157,6 +158,9 @@ def run_each(action, task_vars, hosts, drop=("hosts",)):
 
     names = list(dict.fromkeys(hosts))
     own, *others = shards(names, os.cpu_count())
+    if others and threading.active_count() > 1:
+        # A fork copies only this thread; a lock another thread holds would stay held in the child.
+        own, others = names, []
     display.vvv("each_host: %d hosts read by %d processes" % (len(names), 1 + len(others)))
     # Forked before this process starts a thread of its own.
     children = [(share, _fork(read, share)) for share in others]
