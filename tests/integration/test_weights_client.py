@@ -42,7 +42,21 @@ def stand_in_client(path):
         tar.addfile(member, io.BytesIO(body))
 
 
-def run(tmp_path, name, verified=None):
+# The air-gapped bundle's include (bundle/tasks/deploy.yml): the client alone, no plan, the seed named.
+BUNDLE_PLAYBOOK = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: Provide the client as the bundle does
+      ansible.builtin.include_role: {name: glm53.tensorfold.weights_fetch, tasks_from: client}
+      vars: {weights_fetch_seed: box}
+    - name: Say what the run chose
+      ansible.builtin.debug:
+        msg: "CHOSEN {{ {'needed': weights_fetch_client_needed, 'repos': []} | to_json }}"
+"""
+
+
+def run(tmp_path, name, verified=None, playbook_text=PLAYBOOK):
     """One run on one local box (its own seed, peer strategy, model and drafter); returns what it
     chose and the box's data folder."""
     data = tmp_path / name
@@ -57,7 +71,7 @@ def run(tmp_path, name, verified=None):
     inventory = tmp_path / ("hosts-%s.json" % name)
     inventory.write_text(json.dumps({"all": {"hosts": {"box": host_vars}}}))
     playbook = tmp_path / "play.yml"
-    playbook.write_text(PLAYBOOK)
+    playbook.write_text(playbook_text)
     extra = []
     if verified is not None:
         read = tmp_path / ("read-%s.json" % name)
@@ -98,4 +112,10 @@ def test_a_seed_whose_every_repository_was_read_whole_gets_no_client(tmp_path):
     # Whole, but at another revision than this run's.
     other = [dict(repo, revision="0" * 40) for repo in moved(repos, "first", "other")]
     chosen, data = run(tmp_path, "other", verified=other)
+    assert chosen["needed"] is True and client_unpacked(data)
+
+
+def test_the_bundles_seed_gets_the_client_to_verify_the_bundles_copy(tmp_path):
+    # No plan before it (the bundle's play), so no repositories to compare with a read.
+    chosen, data = run(tmp_path, "bundle", verified=[], playbook_text=BUNDLE_PLAYBOOK)
     assert chosen["needed"] is True and client_unpacked(data)
