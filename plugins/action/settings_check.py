@@ -117,15 +117,28 @@ class ActionModule(ControllerAction):
                 found[name] = self._templar.template(play_vars[name])
         return found
 
-    def _values(self, spec, names, task_vars, host, templar):
+    def _values(self, spec, names, task_vars, host, templar, defaults):
         """The settings among ``names`` that this host defines, templated, and the problems of those
-        whose template fails."""
+        whose template fails. A template may name another setting this host leaves at its default
+        (the demo's gateway_public_url names gateway_port): the role that reads it has its defaults
+        loaded, and this play has not, so such a template is tried again over the defaults."""
         values, unresolved = {}, []
+        with_defaults = None
         for name in names:
             if name not in task_vars:
                 continue
             try:
-                values[name] = templar.template(task_vars[name])
+                try:
+                    values[name] = templar.template(task_vars[name])
+                except Exception as error:  # pylint: disable=broad-except  # tried again below, else reported
+                    undefined = settings_spec.undefined_name(error)
+                    if undefined not in defaults or undefined in task_vars:
+                        raise
+                    if with_defaults is None:
+                        layered = dict(defaults)
+                        layered.update(task_vars)
+                        with_defaults = templar.copy_with_new_env(available_variables=layered)
+                    values[name] = with_defaults.template(task_vars[name])
             except Exception as error:  # pylint: disable=broad-except  # any templating error is the setting's problem
                 entry = settings_spec.unresolved_setting(name, error, host, bool(spec[name].get("no_log")),
                                                          vault=_vault_error(error))
@@ -155,7 +168,7 @@ class ActionModule(ControllerAction):
     def _check_host(self, host, task_vars, templar, image, shared):
         """One host's problems, fingerprint and warnings (``shared``: what every host's check reads alike)."""
         spec, defaults = shared["spec"], shared["defaults"]
-        values, unresolved = self._values(spec, spec, task_vars, host, templar)
+        values, unresolved = self._values(spec, spec, task_vars, host, templar, defaults)
         # The inventory's groups: the image's build host and a gateway host's rules read them.
         problems = settings_spec.settings_problems(spec, values, host, unresolved, task_vars.get("groups"), defaults,
                                                    memo=shared["validated"])
@@ -203,7 +216,7 @@ class ActionModule(ControllerAction):
             # The image role's own check (its tasks/validate.yml): every other setting was checked in
             # this run's first play, and the fingerprint that play published stays as it is.
             names = [name for name in spec if name.startswith(IMAGE_PREFIX)]
-            values, unresolved = self._values(spec, names, task_vars, host, self._templar)
+            values, unresolved = self._values(spec, names, task_vars, host, self._templar, defaults)
             problems = unresolved + _image_problems(values, defaults, host, unresolved)
             result.update(problems=problems)
             if problems:

@@ -197,6 +197,13 @@ def raw_form_problems(spec, values, host):
     return problems
 
 
+def undefined_name(error):
+    """The name a failed template found undefined (Ansible's "'NAME' is undefined"), else None."""
+    lines = str(getattr(error, "message", None) or error).strip().splitlines()
+    found = re.search(r"'([A-Za-z_][A-Za-z0-9_]*)' is undefined", lines[0] if lines else "")
+    return found.group(1) if found else None
+
+
 def unresolved_setting(name, error, host, secret=False, vault=False):
     """An E_SETTINGS record for a setting whose template failed. The error's text is Ansible's,
     such as "'undefined' is undefined"; for a secret setting only an undefined name is told,

@@ -6,10 +6,11 @@ import re
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 sys.path.insert(0, os.path.dirname(__file__))
-from ansible_run import ROOT  # noqa: E402
+from ansible_run import ROOT, run_playbook  # noqa: E402
 
 INVENTORY_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-inventory")
 
@@ -58,3 +59,18 @@ def test_airgapped_inventory_builds_its_bundle_from_upstream_with_the_sites_imag
     assert not [name for name, value in host.items() if name.startswith(("tensorfold_image_", "tensorfold_hf_endpoint"))
                 or "internal.example" in str(value)]
     assert host["tensorfold_api_key"] == "{{ vault_tensorfold_api_key }}"
+
+
+@pytest.mark.parametrize("folder", ["example", "example-airgapped"])
+def test_the_example_inventories_pass_the_settings_check(tmp_path, folder):
+    # What site.yml's pre-flight checks of every host (gateway and monitoring hosts too), with the
+    # vault's variables given as the operator's vault would. Each host's check fails on its problems.
+    play = tmp_path / "check.yml"
+    play.write_text("- hosts: all\n  gather_facts: false\n  tasks:\n    - glm53.tensorfold.settings_check: {}\n")
+    hosts_file = os.path.join(ROOT, "inventories", folder, "hosts")
+    rc, output = run_playbook(play, hosts_file, tmp_path,
+                              ["-e", "vault_tensorfold_api_key=sk-example", "-e", "vault_tensorfold_hf_token=hf_example"])
+    assert rc == 0, output
+    assert "E_SETTINGS" not in output and "W_SETTINGS" not in output, output
+    for host in inventory(hosts_file)["_meta"]["hostvars"]:
+        assert re.search(r"^%s +: ok=1 .* failed=0 " % re.escape(host), output, re.M), output

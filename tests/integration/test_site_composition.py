@@ -462,6 +462,19 @@ def test_pre_flight_refuses_what_used_to_fail_only_after_host_steps(collection, 
         assert text in flat, text
 
 
+def test_a_setting_may_name_another_setting_left_at_its_default(collection_with_gateway, tmp_path):
+    # The demo's gateway URL names gateway_port, a default of the gateway role, which pre-flight's
+    # play has not loaded: pre-flight read it as undefined and took the gateway out of the run.
+    url = "http://{{ inventory_hostname }}:{{ gateway_port }}/v1"
+    rc, output, ran = site(collection_with_gateway, tmp_path, hosts=("gpu-a",), groups={"gateways": ["gw-1"]},
+                           host_vars={"gw-1": {"gateway_public_url": url},
+                                      "gpu-a": {"tensorfold_data_dir": "/srv/tf-{{ gateway_port }}"}})
+    assert rc == 0, output
+    assert "could not be templated" not in output, output
+    assert roles(ran["gpu-a"]) == DEPLOY[:-1] + ["gateway:readmit", "rank_container:deployed"], output
+    assert report_lines(tmp_path).get("gw-1", {}).get("status") != "failed", output
+
+
 # A host Ansible cannot reach: ssh to a port nothing listens on.
 UNREACHABLE = {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 1,
                "ansible_ssh_common_args": "-o ConnectTimeout=3"}
