@@ -43,6 +43,7 @@ FACTS = (
     "step_failure",
     "step_stopped",
     "gateway_state",
+    "gateway_healed",
     "fleet_bench_result",
     "gpu_host_checks_gpus",
 )
@@ -63,6 +64,7 @@ TODO_UNREACHABLE = ("Ansible could not reach the host: check SSH access (ansible
 TODO_SKIPPED = "Not smoke-tested in this run (tags or limits left it out): run site.yml without --tags to bring it up."
 TODO_STOPPED = "Stopped on purpose: run site.yml (or --tags start) to serve again."
 TODO_STOPPED_RUN = "Fix the failed hosts (see their lines), then run again."
+TODO_NOT_DEPLOYED = "Never deployed: run site.yml to deploy it."
 TODO_UNCODED = "Read the failed task's error in the run's output, fix it and run again with --limit HOST."
 
 
@@ -141,6 +143,9 @@ def host_line(host, facts, plan=False):
     ranks = facts.get("rank_container_result") or {}
     smoke = facts.get("smoke_test_result") or {}
     failure = facts.get("step_failure") or {}
+    # heal.yml's outcome for the box: healthy (its 1-token completion answered), stopped (on purpose),
+    # restarted or not_deployed (the restart's and smoke test's own results tell those).
+    healed = facts.get("gateway_healed") if isinstance(facts.get("gateway_healed"), dict) else {}
 
     problems = []
     problems += _records(checks.get("problems"), host)
@@ -161,13 +166,14 @@ def host_line(host, facts, plan=False):
         status = "unreachable"  # the step guard found it unreachable (step/tasks/reach.yml)
     elif failed:
         status = "failed"
-    elif smoke.get("status") == "live" or (facts.get("fleet_bench_result") or {}).get("status") == "measured":
+    elif smoke.get("status") == "live" or (facts.get("fleet_bench_result") or {}).get("status") == "measured" \
+            or healed.get("status") == "healthy":
         status = "live"
     elif facts.get("step_stopped"):
         status = "skipped"
     elif not facts.get("fleet_report_reached_end"):
         status = "unreachable"
-    elif ranks.get("status") == "stopped":
+    elif ranks.get("status") == "stopped" or healed.get("status") == "stopped":
         status = "stopped"
     elif smoke.get("status") == "planned" or plan:
         status = "planned"
@@ -195,6 +201,8 @@ def host_line(host, facts, plan=False):
         todo = TODO_STOPPED
     elif status == "skipped" and facts.get("step_stopped"):
         todo = "%s %s" % (str(facts["step_stopped"]).strip(), TODO_STOPPED_RUN)
+    elif status == "skipped" and ranks.get("status") == "not_deployed":
+        todo = TODO_NOT_DEPLOYED
     elif status == "skipped":
         todo = TODO_SKIPPED
     else:
@@ -207,7 +215,7 @@ def host_line(host, facts, plan=False):
         "label": LABELS[status] + (" (%s)" % ", ".join(codes) if codes else ""),
         "codes": codes,
         "stage": stage,
-        "endpoint": smoke.get("endpoint") or ranks.get("endpoint") or "",
+        "endpoint": smoke.get("endpoint") or healed.get("endpoint") or ranks.get("endpoint") or "",
         "context": ranks.get("context"),
         "streams": ranks.get("streams"),
         "image_ref": facts.get("tensorfold_image_ref") or "",

@@ -27,6 +27,13 @@ def url_host(host):
     return "[%s]" % host if ":" in host and not host.startswith("[") else host
 
 
+def public_endpoint(public_url, host, port):
+    """The URL clients use for a box's API: ``public_url`` when set, else ``http://HOST:PORT/v1``
+    (``host``: the box's ansible_host or inventory name)."""
+    public_url = "" if public_url is None else str(public_url).strip()
+    return public_url or "http://%s:%s/v1" % (url_host(host), port)
+
+
 # Bind addresses that listen on every address of the box, where the box reaches its API on loopback.
 EVERY_ADDRESS = ("0.0.0.0", "::", "")
 

@@ -572,6 +572,9 @@ def test_heal_in_check_mode_asks_each_box_and_leaves_a_healthy_one_alone(collect
                            playbook="heal", args=["--check"])
     assert rc == 0, output
     assert ran["gpu-a"] == [] and heal_summary(output) == {"gpu-a": "healthy, left alone"}, output
+    # Its completion answered in this run: LIVE in the report, not "not smoke-tested".
+    line = report_lines(tmp_path)["gpu-a"]
+    assert (line["status"], line["endpoint"]) == ("live", "http://gpu-a:%d/v1" % engine_port), line
 
 
 def test_heal_says_what_it_did_on_the_boxes_of_its_run_only(collection, tmp_path):
@@ -666,6 +669,7 @@ def test_heal_leaves_a_box_stopped_on_purpose_alone(collection, tmp_path):
     assert ran["gpu-a"] == [] and roles(ran["gpu-b"]) == ["rank_container", "smoke_test"], output
     summary = heal_summary(output)
     assert summary["gpu-a"].startswith("stopped on purpose, left alone") and summary["gpu-b"].startswith("restarted"), output
+    assert report_lines(tmp_path)["gpu-a"]["status"] == "stopped", output
 
 
 # A login that is not root and no become to root: `su` to nobody stands for an inventory's

@@ -31,3 +31,12 @@ def test_an_api_bound_to_one_address_is_reached_there():
     assert API_HOST("10.0.0.5") == "10.0.0.5"
     assert API_HOST("::1") == "::1" and URL_HOST(API_HOST("::1")) == "[::1]"
     assert API_HOST("127.0.0.1") == "127.0.0.1"
+
+
+PUBLIC_ENDPOINT = FilterModule().filters()["public_endpoint"]
+
+
+def test_the_public_endpoint_is_the_operators_url_else_the_boxs_address():
+    assert PUBLIC_ENDPOINT("https://llm.example/v1", "10.0.0.5", 8020) == "https://llm.example/v1"
+    assert PUBLIC_ENDPOINT("", "10.0.0.5", 8020) == "http://10.0.0.5:8020/v1"
+    assert PUBLIC_ENDPOINT(None, "2001:db8::5", "8021") == "http://[2001:db8::5]:8021/v1"

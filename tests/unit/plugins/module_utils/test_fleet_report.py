@@ -97,6 +97,24 @@ def test_host_that_reached_the_end_without_smoke_is_skipped_or_stopped():
     assert host_line("h", planned)["status"] == "planned"
 
 
+def test_heals_outcome_gives_the_line_of_a_box_it_left_alone():
+    # heal.yml restarts only failing boxes: a healthy one answered a real completion in this run.
+    end = {"fleet_report_reached_end": True}
+    healthy = dict(end, gateway_healed={"status": "healthy", "text": "healthy, left alone",
+                                        "endpoint": "http://10.0.0.5:8020/v1"})
+    line = host_line("h", healthy)
+    assert (line["status"], line["endpoint"], line["todo"]) == ("live", "http://10.0.0.5:8020/v1", "")
+    stopped = host_line("h", dict(end, gateway_healed={"status": "stopped", "text": "stopped on purpose, left alone"}))
+    assert stopped["status"] == "stopped" and stopped["todo"].startswith("Stopped on purpose")
+    never = host_line("h", dict(end, gateway_healed={"status": "not_deployed", "text": "never deployed"},
+                                rank_container_result={"status": "not_deployed"}))
+    assert never["status"] == "skipped" and never["todo"] == "Never deployed: run site.yml to deploy it."
+    # A restart's failed smoke test still fails the box, whatever heal recorded before it.
+    failed = dict(end, gateway_healed={"status": "restarted", "text": "restarted"},
+                  smoke_test_result={"status": "failed", "problems": [record("E_SMOKE", "h", "no answer")]})
+    assert host_line("h", failed)["status"] == "failed"
+
+
 def test_failed_smoke_test_fails_the_host_with_its_reply():
     facts = live_facts("h")
     facts["smoke_test_result"] = {"status": "failed", "endpoint": "http://h:8020/v1", "reply": "",
