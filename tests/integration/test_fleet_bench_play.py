@@ -28,6 +28,9 @@ MAKE_TOKENIZER = os.path.join(ROOT, "tests", "standins", "hub", "make_tokenizer.
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 # Configured decode speed per stream (tok/s) and prefill speed per box; box-c at half speed.
 BOXES = {"box-a": 100.0, "box-b": 100.0, "box-c": 50.0}
+# The site gateway, measured like a box where its clients reach it (its gateway_public_url): one more
+# stand-in, since the gateway only forwards. Its inventory address does not resolve.
+GATEWAY = "gw-1"
 PREFILL = 8000.0
 KEY = "bench-canary-key-7731"
 
@@ -51,7 +54,7 @@ def fleet(tmp_path_factory):
     key.write_text(KEY + "\n")
     os.chmod(str(key), 0o600)
     procs, ports = [], {}
-    for box, rate in BOXES.items():
+    for box, rate in list(BOXES.items()) + [(GATEWAY, 100.0)]:
         ports[box] = free_port()
         env = dict(os.environ, TENSORFOLD_CUDA_KERNELS=str(tmp / "kernels"), TENSORFOLD_KV_PAGES="1",
                    TENSORFOLD_STANDIN_LOAD_S="0", TENSORFOLD_STANDIN_TOKENS_PER_S=str(rate),
@@ -80,7 +83,12 @@ def fleet(tmp_path_factory):
 @pytest.fixture(scope="module")
 def bench_run(fleet):
     tmp = fleet["tmp"]
-    hosts = "\n".join("        %s: {tensorfold_port: %d}" % (box, port) for box, port in fleet["ports"].items())
+    hosts = "\n".join("        %s: {tensorfold_port: %d}" % (box, port) for box, port in fleet["ports"].items()
+                      if box != GATEWAY)
+    # Its public URL names gateway_port left at its default (8020), as the demo's does, which only
+    # the gateway role's defaults define.
+    hosts += ('\n    gateways:\n      hosts:\n        %s: {ansible_host: gateway.invalid, '
+              'gateway_public_url: "http://127.0.0.1:{{ gateway_port | int + %d }}/v1"}' % (GATEWAY, fleet["ports"][GATEWAY] - 8020))
     (tmp / "hosts.yml").write_text(textwrap.dedent("""\
         all:
           vars:
@@ -113,9 +121,9 @@ def test_bench_runs_and_keeps_each_box_export(bench_run):
     rc, output, reports, left_in_tmp = bench_run
     assert rc == 0, output[-4000:]
     assert not left_in_tmp, "aiperf's runs left %s" % sorted(left_in_tmp)
-    for box in BOXES:
+    for box in list(BOXES) + [GATEWAY]:
         for case in ("decode_1", "decode_4", "prefill_32k"):
-            assert (reports / "bench" / box / case / "profile_export_aiperf.json").is_file()
+            assert (reports / "bench" / box / case / "profile_export_aiperf.json").is_file(), (box, output[-4000:])
 
 
 def test_measured_rates_match_the_configured_ones(bench_run):

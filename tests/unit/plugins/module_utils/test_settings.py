@@ -358,7 +358,7 @@ BOX_DEFAULTS = {"tensorfold_port": 8020, "tensorfold_nccl_port": 29583, "weights
     ({"weights_fetch_peer_port": 99999}, "weights_fetch_peer_port"),
     ({"monitoring_node_exporter_port": 0}, "monitoring_node_exporter_port"),
     ({"gateway_port": "80x"}, "gateway_port"),
-    ({"fleet_bench_gateway_port": -1}, "fleet_bench_gateway_port"),
+    ({"gateway_port": -1}, "gateway_port"),
 ])
 def test_every_port_setting_is_range_checked(settings, setting):
     problems = check_settings(settings, "h", None, BOX_DEFAULTS)
