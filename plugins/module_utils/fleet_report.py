@@ -61,7 +61,8 @@ _CODE = re.compile(r"\[([EW]_[A-Z0-9_]+)\]")
 
 TODO_UNREACHABLE = ("Ansible could not reach the host: check SSH access (ansible HOST -m ansible.builtin.ping) "
                     "and run again with --limit HOST.")
-TODO_SKIPPED = "Not smoke-tested in this run (tags or limits left it out): run site.yml without --tags to bring it up."
+TODO_SKIPPED = ("Not smoke-tested in this run (tags or limits left it out): run site.yml without --tags to check it end to end "
+                "(and serve it, if it is down).")
 TODO_STOPPED = "Stopped on purpose: run site.yml (or --tags start) to serve again."
 TODO_STOPPED_RUN = "Fix the failed hosts (see their lines), then run again."
 TODO_NOT_DEPLOYED = "Never deployed: run site.yml to deploy it."
