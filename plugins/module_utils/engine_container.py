@@ -350,7 +350,8 @@ class EngineContainer(object):
 
     def result(self, status, context=None, streams=None, starts=0, log_dir=None):
         return {"status": status,
-                "endpoint": "http://%s:%s/v1" % (url_host(self.p["api_host"]), self.p["port"]) if status != "stopped" else "",
+                "endpoint": ("http://%s:%s/v1" % (url_host(self.p["api_host"]), self.p["port"])
+                             if status not in ("stopped", "not_deployed") else ""),
                 "context": context, "streams": streams, "starts": starts,
                 "log_dir": log_dir if log_dir is not None else os.path.join(self.logs_dir, "current"),
                 "warnings": self.warnings}

@@ -176,6 +176,8 @@ def host_line(host, facts, plan=False):
         status = "unreachable"
     elif ranks.get("status") == "stopped" or healed.get("status") == "stopped":
         status = "stopped"
+    elif ranks.get("status") == "not_deployed":
+        status = "skipped"  # a restart or heal, in check mode too: nothing there to plan
     elif smoke.get("status") == "planned" or plan:
         status = "planned"
     else:

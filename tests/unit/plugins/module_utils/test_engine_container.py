@@ -156,6 +156,7 @@ def test_restart_on_a_host_that_never_served_says_so_and_does_not_fail(tmp_path)
     box = engine(tmp_path, docker, image="")
     result = box.run("restarted")
     assert result["status"] == "not_deployed" and not box.changed
+    assert result["endpoint"] == ""  # nothing serves there; the fleet report shows no URL
     assert "nothing to restart" in box.messages[0] and "full site playbook" in box.messages[0]
     with pytest.raises(ec.StartFailed) as failed:
         engine(tmp_path, docker, image="").run("started")

@@ -109,6 +109,9 @@ def test_heals_outcome_gives_the_line_of_a_box_it_left_alone():
     never = host_line("h", dict(end, gateway_healed={"status": "not_deployed", "text": "never deployed"},
                                 rank_container_result={"status": "not_deployed"}))
     assert never["status"] == "skipped" and never["todo"] == "Never deployed: run site.yml to deploy it."
+    # heal.yml --check (a plan run) on a box never deployed: nothing there to plan.
+    never_planned = host_line("h", dict(end, rank_container_result={"status": "not_deployed", "endpoint": ""}), plan=True)
+    assert never_planned["status"] == "skipped" and never_planned["todo"].startswith("Never deployed")
     # A restart's failed smoke test still fails the box, whatever heal recorded before it.
     failed = dict(end, gateway_healed={"status": "restarted", "text": "restarted"},
                   smoke_test_result={"status": "failed", "problems": [record("E_SMOKE", "h", "no answer")]})
