@@ -217,14 +217,14 @@ def unresolved_setting(name, error, host, secret=False, vault=False):
                       setting=name)
     text = str(getattr(error, "message", None) or error).strip().splitlines()
     text = text[0] if text else type(error).__name__
-    undefined = re.match(r"^'([A-Za-z_][A-Za-z0-9_]*)' is undefined", text)
+    undefined = undefined_name(error)
     todo = "Define what it refers to, or give the value itself."
-    if undefined and undefined.group(1).startswith("ansible_"):
+    if undefined and undefined.startswith("ansible_"):
         todo = ("%s is neither in the inventory nor a fact the run has when it uses the setting (site.yml gathers "
                 "no facts before its host checks): give the value itself, per host in host_vars where it differs."
-                % undefined.group(1))
+                % undefined)
     if secret:
-        text = "%s is undefined" % undefined.group(1) if undefined else "details not shown: a secret"
+        text = "%s is undefined" % undefined if undefined else "details not shown: a secret"
     elif len(text) > 200:
         text = text[:200] + "..."
     return record("E_SETTINGS", host, "%s could not be templated (%s)" % (name, text), todo, setting=name)
