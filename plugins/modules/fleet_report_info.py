@@ -71,9 +71,11 @@ RETURN = r"""
 report:
   description: >-
     C({generated_at, plan, summary: {hosts, live, failed, unreachable, stopped, planned, skipped},
-    summary_text, hosts: [lines]}); each line has C(host), C(status), C(label), C(codes), C(stage),
+    summary_text, hosts: [lines], gateway_lines}); each line has C(host), C(status), C(label), C(codes), C(stage),
     C(endpoint), C(context), C(streams), C(image_ref), C(image_tag), C(revision), C(warnings),
-    C(errors) and C(todo). C(generated_at) is when it was built (UTC).
+    C(warning_codes), C(errors) and C(todo), and C(gateway) (C({url, state, detail})) and C(bench) where
+    there are. With gateways the report also has C(gateways) (their URLs), after a bench C(bench).
+    C(generated_at) is when it was built (UTC).
   returned: always
   type: dict
 baselines:
