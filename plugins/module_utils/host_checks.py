@@ -52,6 +52,9 @@ def _docker(host, observed, expect, problems, toolkit_follows=False):
     down = None
     if "docker" in (observed.get("tools") or {}) and not observed["tools"]["docker"]:
         down = "docker is not installed (not on PATH)"
+    elif docker.get("engine") == "podman":
+        # podman-docker's `docker`: no dockerd, no daemon.json, no nvidia runtime to register
+        down = "%s; the recipe needs Docker Engine (dockerd, its daemon.json and --gpus)" % docker.get("error")
     elif not docker.get("ok"):
         down = "the Docker daemon does not answer (docker info: %s)" % (docker.get("error") or "no answer")
     if down:

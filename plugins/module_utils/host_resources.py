@@ -180,11 +180,25 @@ def find_tools(names, which):
 DOCKER_ROOT = "/var/lib/docker"
 
 
+def podman_version(info):
+    """The Podman version when ``docker info`` was answered by Podman (the podman-docker package's
+    ``docker`` runs ``podman``), "" when its version is not said, None for Docker Engine. Podman's
+    info has ``host``, ``store`` and ``version`` objects, and none of Docker's ``ServerVersion``,
+    ``Runtimes`` or ``DockerRootDir``."""
+    if not isinstance(info, dict) or "ServerVersion" in info or not isinstance(info.get("host"), dict):
+        return None
+    if not isinstance(info.get("store"), dict) and not isinstance(info.get("version"), dict):
+        return None
+    version = info.get("version")
+    return str(version.get("Version") or "") if isinstance(version, dict) else ""
+
+
 def docker_info_answer(rc, out, err):
     """``docker info --format '{{json .}}'``'s answer: ok, the first line of its error, the runtime
     names and the root folder (Docker's default when it does not say). A client that cannot reach
     its daemon may still exit 0 and print only its own half, the daemon's error in ``ServerErrors``
-    (Docker 20.10 does): that is a daemon that does not answer, not one without runtimes."""
+    (Docker 20.10 does): that is a daemon that does not answer, not one without runtimes. A
+    ``docker`` that is Podman (podman-docker) is no Docker daemon either: ``engine`` says so."""
     info = {}
     if rc == 0:
         try:
@@ -194,10 +208,18 @@ def docker_info_answer(rc, out, err):
     server_errors = info.get("ServerErrors") if isinstance(info, dict) else None
     if rc == 0 and server_errors:
         rc, err = 1, "\n".join(str(error) for error in server_errors)
+    podman = podman_version(info) if rc == 0 else None
+    if podman is not None:
+        rc, err = 1, ("docker is Podman %s (the podman-docker package), not Docker Engine"
+                      % (podman or "of an unknown version"))
+        info = {}
     lines = (err or "").strip().splitlines()
-    return {"ok": rc == 0, "error": "" if rc == 0 else (lines[0].strip() if lines else "exit status %d" % rc),
-            "runtimes": sorted((info.get("Runtimes") or {}).keys()) if isinstance(info, dict) else [],
-            "root_dir": (info.get("DockerRootDir") if isinstance(info, dict) else None) or DOCKER_ROOT}
+    answer = {"ok": rc == 0, "error": "" if rc == 0 else (lines[0].strip() if lines else "exit status %d" % rc),
+              "runtimes": sorted((info.get("Runtimes") or {}).keys()) if isinstance(info, dict) else [],
+              "root_dir": (info.get("DockerRootDir") if isinstance(info, dict) else None) or DOCKER_ROOT}
+    if podman is not None:
+        answer["engine"] = "podman"
+    return answer
 
 
 def group_names(gids, name_of=None):
@@ -235,7 +257,7 @@ def ask_docker(module, docker, container, user, wait=0, clock=time.monotonic, sl
         else:
             rc, out, err = 127, "", "docker is not installed (not on PATH)"
         answer = docker_info_answer(rc, out, err)
-        if answer["ok"] or not docker or clock() + 1 > deadline:
+        if answer["ok"] or answer.get("engine") == "podman" or not docker or clock() + 1 > deadline:
             break
         sleep(1)
     answer["own_container_running"] = False

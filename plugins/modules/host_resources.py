@@ -214,7 +214,8 @@ docker:
   description:
     - What the Docker daemon said. C(ok) (it answered), C(error) (the first line of its error),
       C(runtimes) (names), C(root_dir), C(own_container_running) (O(docker_container) runs),
-      C(groups) (the user's groups; null for root).
+      C(groups) (the user's groups; null for root). C(engine) is C(podman) when C(docker) is Podman
+      (podman-docker), whose answer is no Docker daemon's (C(ok) false, C(error) names it).
   returned: when O(docker) is set
   type: dict
   sample: {"ok": true, "error": "", "runtimes": ["nvidia", "runc"], "root_dir": "/var/lib/docker",

@@ -202,6 +202,16 @@ def test_observe_a_silent_docker_daemon_is_e_docker():
     assert "Cannot connect to the Docker daemon" in host_problems("gpu1", seen, EXPECT)[0]["message"]
 
 
+def test_a_docker_that_is_podman_is_e_docker_naming_podman_not_a_missing_runtime():
+    podman = {"ok": False, "error": "docker is Podman 4.9.3 (the podman-docker package), not Docker Engine",
+              "engine": "podman", "runtimes": [], "root_dir": "/var/lib/docker", "groups": None,
+              "own_container_running": False}
+    problems = host_problems("gpu1", observed(docker=podman), EXPECT)
+    assert codes(problems) == ["E_DOCKER"]
+    assert "docker is Podman 4.9.3 (the podman-docker package), not Docker Engine" in problems[0]["message"]
+    assert "does not answer" not in problems[0]["message"]
+
+
 def test_observe_without_docker_asked_or_peer_read_judges_neither():
     seen = observe(RESOURCES, dict(HEALTHY["gpu_info"], peer={"skipped": True, "msg": "not asked"}))
     assert seen["docker"]["ok"] is False and seen["docker"]["groups"] is None

@@ -226,3 +226,20 @@ def test_the_user_is_the_effective_uids_not_the_logins_environment(monkeypatch):
     monkeypatch.setenv("LOGNAME", "deploy")
     assert res.effective_user(lambda: 0) == "root"
     assert res.effective_user(lambda: 4242424) == "4242424"  # no such account
+
+
+# `docker info --format '{{json .}}'` of podman-docker's `docker` (Podman 4.9): Podman's own info.
+PODMAN_INFO = ('{"host": {"arch": "amd64", "ociRuntime": {"name": "crun", "path": "/usr/bin/crun"}, '
+               '"remoteSocket": {"exists": false, "path": "/run/podman/podman.sock"}}, '
+               '"store": {"graphRoot": "/var/lib/containers/storage"}, "registries": {}, '
+               '"plugins": {"volume": ["local"]}, "version": {"APIVersion": "4.9.3", "Version": "4.9.3"}}')
+
+
+def test_a_docker_that_is_podman_is_named_not_taken_for_a_docker_daemon_without_runtimes():
+    answer = res.docker_info_answer(0, PODMAN_INFO, "Emulate Docker CLI using podman. Create /etc/containers/nodocker to quiet msg.")
+    assert answer["ok"] is False and answer["engine"] == "podman"
+    assert answer["error"] == "docker is Podman 4.9.3 (the podman-docker package), not Docker Engine"
+    assert answer["runtimes"] == [] and answer["root_dir"] == "/var/lib/docker"
+    # Docker Engine's answer has ServerVersion: never Podman, whatever else it holds.
+    docker = res.docker_info_answer(0, '{"ServerVersion": "28.0.1", "Runtimes": {"runc": {}}, "host": {}}', "")
+    assert docker["ok"] is True and "engine" not in docker
