@@ -71,6 +71,11 @@ def _docker(host, observed, expect, problems, toolkit_follows=False):
     if "nvidia" not in runtimes:
         _toolkit_fixes(host, "E_NVIDIA_RUNTIME", "docker info lists no nvidia runtime (runtimes: %s)"
                        % (", ".join(sorted(runtimes)) or "none"), problems)
+    elif "gpu_hook" in docker and not docker["gpu_hook"]:
+        # dockerd serves `docker run --gpus` (the engine's start) through this hook, not the runtime
+        _toolkit_fixes(host, "E_NVIDIA_RUNTIME", "docker info lists the nvidia runtime, but dockerd finds no "
+                       "nvidia-container-runtime-hook on its PATH, without which docker run --gpus fails (could not "
+                       "select device driver); the nvidia-container-toolkit package has it", problems)
 
 
 def _docker_library(host, observed, problems):

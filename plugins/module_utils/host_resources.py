@@ -219,7 +219,53 @@ def docker_info_answer(rc, out, err):
               "root_dir": (info.get("DockerRootDir") if isinstance(info, dict) else None) or DOCKER_ROOT}
     if podman is not None:
         answer["engine"] = "podman"
+    if isinstance(info, dict) and info.get("CDISpecDirs"):  # Docker 25+ with CDI on
+        answer["cdi_spec_dirs"] = list(info["CDISpecDirs"])
     return answer
+
+
+# What `docker run --gpus` needs on dockerd's PATH: dockerd registers its nvidia device driver only
+# when it finds this hook (the "nvidia" runtime of daemon.json plays no part in --gpus), or, from
+# Docker 28 on, the CDI hook, which serves --gpus through CDI when CDI is on.
+GPU_HOOK = "nvidia-container-runtime-hook"
+CDI_HOOK = "nvidia-cdi-hook"
+# systemd's default PATH, the one docker.service's dockerd gets unless a drop-in sets another
+SYSTEMD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def dockerd_path(proc="/proc"):
+    """The PATH of the running dockerd (read from its environment, which root can), else systemd's
+    default PATH, which docker.service's dockerd gets."""
+    try:
+        pids = [name for name in os.listdir(proc) if name.isdigit()]
+    except OSError:
+        return SYSTEMD_PATH
+    for pid in pids:
+        try:
+            with open(os.path.join(proc, pid, "comm")) as handle:
+                if handle.read().strip() != "dockerd":
+                    continue
+            with open(os.path.join(proc, pid, "environ"), "rb") as handle:
+                environ = handle.read().split(b"\0")
+        except (IOError, OSError):
+            continue
+        for item in environ:
+            if item.startswith(b"PATH="):
+                return item[5:].decode("utf-8", "replace")
+        return SYSTEMD_PATH  # a dockerd without PATH: Go's LookPath then finds nothing, systemd gives one
+    return SYSTEMD_PATH
+
+
+def find_on_path(name, path, is_executable=None):
+    """The first executable ``name`` in the folders of ``path`` (as Go's exec.LookPath), or None."""
+    if is_executable is None:
+        def is_executable(candidate):
+            return os.path.isfile(candidate) and os.access(candidate, os.X_OK)
+    for folder in path.split(":"):
+        candidate = os.path.join(folder or ".", name)
+        if is_executable(candidate):
+            return candidate
+    return None
 
 
 def group_names(gids, name_of=None):
@@ -260,6 +306,10 @@ def ask_docker(module, docker, container, user, wait=0, clock=time.monotonic, sl
         if answer["ok"] or answer.get("engine") == "podman" or not docker or clock() + 1 > deadline:
             break
         sleep(1)
+    if answer["ok"]:
+        path = dockerd_path()
+        answer["gpu_hook"] = find_on_path(GPU_HOOK, path) or (
+            find_on_path(CDI_HOOK, path) if answer.get("cdi_spec_dirs") else None)
     answer["own_container_running"] = False
     if answer["ok"] and container:
         rc, out, dummy = module.run_command([docker, "container", "inspect", "--format", "{{.State.Running}}",

@@ -216,6 +216,9 @@ docker:
       C(runtimes) (names), C(root_dir), C(own_container_running) (O(docker_container) runs),
       C(groups) (the user's groups; null for root). C(engine) is C(podman) when C(docker) is Podman
       (podman-docker), whose answer is no Docker daemon's (C(ok) false, C(error) names it).
+      C(gpu_hook) (when the daemon answers) is where dockerd finds C(nvidia-container-runtime-hook),
+      which C(docker run --gpus) needs (or C(nvidia-cdi-hook) when C(cdi_spec_dirs) says CDI is on), null when
+      it finds neither.
   returned: when O(docker) is set
   type: dict
   sample: {"ok": true, "error": "", "runtimes": ["nvidia", "runc"], "root_dir": "/var/lib/docker",

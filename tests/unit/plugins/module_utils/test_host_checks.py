@@ -212,6 +212,18 @@ def test_a_docker_that_is_podman_is_e_docker_naming_podman_not_a_missing_runtime
     assert "does not answer" not in problems[0]["message"]
 
 
+def test_the_nvidia_runtime_without_the_hook_docker_run_gpus_needs_is_e_nvidia_runtime():
+    # nvidia-container-toolkit-base (nvidia-ctk, the runtime) without nvidia-container-toolkit (the hook), or a
+    # daemon.json left behind by a removed toolkit: docker info lists nvidia, but docker run --gpus fails.
+    no_hook = observed(docker=dict(HEALTHY["docker"], gpu_hook=None))
+    problems = host_problems("gpu1", no_hook, EXPECT)
+    assert codes(problems) == ["E_NVIDIA_RUNTIME"]
+    assert "no nvidia-container-runtime-hook on its PATH" in problems[0]["message"]
+    assert host_problems("gpu1", observed(docker=dict(HEALTHY["docker"], gpu_hook="/usr/bin/nvidia-container-runtime-hook")),
+                         EXPECT) == []
+    assert host_problems("gpu1", HEALTHY, EXPECT) == []  # not looked at: not judged
+
+
 def test_observe_without_docker_asked_or_peer_read_judges_neither():
     seen = observe(RESOURCES, dict(HEALTHY["gpu_info"], peer={"skipped": True, "msg": "not asked"}))
     assert seen["docker"]["ok"] is False and seen["docker"]["groups"] is None

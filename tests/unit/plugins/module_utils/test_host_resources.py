@@ -243,3 +243,43 @@ def test_a_docker_that_is_podman_is_named_not_taken_for_a_docker_daemon_without_
     # Docker Engine's answer has ServerVersion: never Podman, whatever else it holds.
     docker = res.docker_info_answer(0, '{"ServerVersion": "28.0.1", "Runtimes": {"runc": {}}, "host": {}}', "")
     assert docker["ok"] is True and "engine" not in docker
+
+
+def _executable(path, text="#!/bin/sh\nexit 0\n"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_dockerd_path_is_the_running_dockerds_own_else_systemds_default(tmp_path):
+    proc = tmp_path / "proc"
+    (proc / "17").mkdir(parents=True)
+    (proc / "17" / "comm").write_text("containerd\n")
+    (proc / "17" / "environ").write_bytes(b"PATH=/nowhere\0")
+    assert res.dockerd_path(str(proc)) == res.SYSTEMD_PATH
+    (proc / "42").mkdir()
+    (proc / "42" / "comm").write_text("dockerd\n")
+    (proc / "42" / "environ").write_bytes(b"LANG=C\0PATH=/opt/nvidia/bin:/usr/bin\0HOME=/root\0")
+    assert res.dockerd_path(str(proc)) == "/opt/nvidia/bin:/usr/bin"
+    assert res.dockerd_path(str(tmp_path / "absent")) == res.SYSTEMD_PATH
+
+
+def test_the_gpu_hook_is_looked_up_on_dockerds_path_cdi_hook_only_with_cdi_on(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    monkeypatch.setattr(res, "dockerd_path", lambda: str(bin_dir))
+    module = DockerAsked(down=0)
+    # Docker's --gpus needs nvidia-container-runtime-hook on dockerd's PATH; the nvidia runtime alone is not enough.
+    assert res.ask_docker(module, "/usr/bin/docker", None, "root")["gpu_hook"] is None
+    _executable(bin_dir / "nvidia-cdi-hook")
+    assert res.ask_docker(module, "/usr/bin/docker", None, "root")["gpu_hook"] is None  # CDI off: not used
+    hook = _executable(bin_dir / "nvidia-container-runtime-hook")
+    assert res.ask_docker(module, "/usr/bin/docker", None, "root")["gpu_hook"] == hook
+    (bin_dir / "nvidia-container-runtime-hook").unlink()
+
+    class CdiOn(DockerAsked):
+        def run_command(self, argv):
+            return 0, '{"Runtimes": {"runc": {}}, "CDISpecDirs": ["/etc/cdi", "/var/run/cdi"]}', ""
+    assert res.ask_docker(CdiOn(0), "/usr/bin/docker", None, "root")["gpu_hook"] == str(bin_dir / "nvidia-cdi-hook")
+    # A daemon that does not answer is not looked at further.
+    assert "gpu_hook" not in res.ask_docker(DockerAsked(down=5), "/usr/bin/docker", None, "root")
