@@ -66,6 +66,12 @@ options:
     description: Permissions of the file when it is created; an existing file keeps its own.
     type: raw
     default: "0644"
+  backup:
+    description:
+      - Before changing an existing file, copy it next to itself (owner and mode kept) and return the copy as
+        RV(backup_file), so that a dockerd that refuses the new file can be given the old one back.
+    type: bool
+    default: false
 attributes:
   check_mode:
     description: Reports whether the file would change, and writes nothing.
@@ -114,6 +120,11 @@ created:
   returned: always
   type: bool
   sample: false
+backup_file:
+  description: The copy of the file as it was, with O(backup) when an existing file changed.
+  returned: changed and O(backup), not in check mode
+  type: str
+  sample: /etc/docker/daemon.json.4242.2026-12-06@02:40:00~
 """
 
 import json
@@ -153,6 +164,7 @@ def main():
             runtime_args=dict(type="list", elements="str", default=[]),
             set_default=dict(type="bool", default=False),
             mode=dict(type="raw", default="0644"),
+            backup=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -192,6 +204,8 @@ def main():
         folder = os.path.dirname(target) or "."
         if not os.path.isdir(folder):
             os.makedirs(folder, 0o755)
+        if params["backup"] and not created:
+            result["backup_file"] = module.backup_local(target)
         fd, tmp = tempfile.mkstemp(prefix=".daemon.json.", dir=folder)
         try:
             with os.fdopen(fd, "wb") as handle:

@@ -136,3 +136,16 @@ def test_a_bare_runtime_name_is_looked_up_where_dockerd_looks_not_on_the_modules
     (dockerd_path / "nvidia-container-runtime").symlink_to(found)
     assert docker_daemon_runtime.resolve_executable("nvidia-container-runtime") == str(found)
     assert docker_daemon_runtime.resolve_executable(str(found)) == str(found)
+
+
+def test_backup_keeps_the_file_as_it_was_only_when_it_changes(tmp_path, run):
+    path = tmp_path / "daemon.json"
+    path.write_text(OPERATOR)
+    os.chmod(str(path), 0o640)
+    first = run(path=str(path), backup=True)
+    assert first["changed"] and open(first["backup_file"]).read() == OPERATOR
+    assert stat.S_IMODE(os.stat(first["backup_file"]).st_mode) == 0o640
+    assert "backup_file" not in run(path=str(path), backup=True)  # nothing changed, nothing kept
+    assert "backup_file" not in run(path=str(tmp_path / "new.json"), backup=True)  # nothing was there
+    path.write_text(OPERATOR)
+    assert "backup_file" not in run(path=str(path), backup=True, _ansible_check_mode=True)

@@ -1,0 +1,65 @@
+"""The nvidia_toolkit role's runtime step against a dockerd that refuses the edited daemon.json.
+
+ansible-playbook runs the role's runtime.yml (and its "Restart docker" handler) for real on
+localhost, on a daemon.json under tmp_path, with tests/standins/dockerd-start as the restart
+command: it checks the file as dockerd does and refuses a directive also given as a flag (here the
+unit's ``--default-runtime nvidia`` and the role's ``nvidia_toolkit_runtime_default: true``). This
+machine's own dockerd is never touched.
+"""
+import json
+import os
+import sys
+
+from ansible_run import ROOT, run_playbook
+
+STANDIN = os.path.join(ROOT, "tests", "standins", "dockerd-start")
+OPERATOR = '{\n  "log-driver": "json-file",\n  "data-root": "/srv/docker"\n}\n'
+PLAYBOOK = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - ansible.builtin.include_role:
+        name: glm53.tensorfold.nvidia_toolkit
+        tasks_from: runtime.yml
+"""
+
+
+def run(tmp_path, flags, text=OPERATOR):
+    daemon_json = tmp_path / "daemon.json"
+    if text is not None:
+        daemon_json.write_text(text)
+        os.chmod(str(daemon_json), 0o640)
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(PLAYBOOK)
+    variables = {"ansible_python_interpreter": sys.executable, "nvidia_toolkit_daemon_json": str(daemon_json), "nvidia_toolkit_runtime_default": True,
+                 "nvidia_toolkit_docker_restart_command": [STANDIN, "--config-file", str(daemon_json)] + flags}
+    extra = tmp_path / "vars.json"
+    extra.write_text(json.dumps(variables))
+    rc, output = run_playbook(playbook, "localhost,", ROOT, ["-e", "@" + str(extra)],
+                              env={"DOCKERD_START_LOG": str(tmp_path / "starts.log")})
+    return rc, " ".join(output.split()), daemon_json
+
+
+def test_a_dockerd_refusing_the_edit_gets_its_previous_file_back_and_the_run_says_why(tmp_path):
+    rc, output, daemon_json = run(tmp_path, ["--default-runtime", "nvidia"])
+    assert rc != 0
+    assert ("[E_DOCKER] localhost: Docker did not start again after this run changed %s: unable to configure the "
+            "Docker daemon with file %s: the following directives are specified both as a flag and in the configuration "
+            "file: default-runtime: (from flag: nvidia, from file: nvidia); %s is back as it was and Docker runs again "
+            "with it." % (daemon_json, daemon_json, daemon_json)) in output
+    assert daemon_json.read_text() == OPERATOR and (os.stat(str(daemon_json)).st_mode & 0o777) == 0o640
+    assert (tmp_path / "starts.log").read_text() == "start\n"  # started again with the old file
+
+
+def test_a_created_file_that_dockerd_refuses_is_removed_again(tmp_path):
+    rc, output, daemon_json = run(tmp_path, ["--default-runtime", "nvidia"], text=None)
+    assert rc != 0 and "is back as it was and Docker runs again with it" in output
+    assert not daemon_json.exists()
+
+
+def test_a_dockerd_that_takes_the_edit_is_restarted_once_and_keeps_it(tmp_path):
+    rc, output, daemon_json = run(tmp_path, [])
+    assert rc == 0, output
+    assert json.loads(daemon_json.read_text())["runtimes"]["nvidia"]["path"] == "/usr/bin/nvidia-container-runtime"
+    assert (tmp_path / "starts.log").read_text() == "start\n"
