@@ -233,27 +233,61 @@ CDI_HOOK = "nvidia-cdi-hook"
 SYSTEMD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
+DEFAULT_DAEMON_JSON = "/etc/docker/daemon.json"
+
+
+def _option(argv, name):
+    """The value of ``--name VALUE`` or ``--name=VALUE`` in argv (the last one), else None."""
+    found = None
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            found = argv[i + 1]
+        elif arg.startswith(name + "="):
+            found = arg[len(name) + 1:]
+    return found
+
+
+def running_dockerd(proc="/proc"):
+    """The running dockerd, read from /proc as root can: ``exe`` (its program: under /snap/ for the
+    snap's), ``flags`` (its command line after the program), ``path`` (its PATH; systemd's default
+    when its environment cannot be read) and ``config_file`` (the daemon.json it read at its start:
+    its --config-file, else /etc/docker/daemon.json); None when no dockerd runs."""
+    try:
+        pids = sorted((name for name in os.listdir(proc) if name.isdigit()), key=int)
+    except OSError:
+        return None
+    for pid in pids:
+        folder = os.path.join(proc, pid)
+        try:
+            with open(os.path.join(folder, "comm")) as handle:
+                if handle.read().strip() != "dockerd":
+                    continue
+            with open(os.path.join(folder, "cmdline"), "rb") as handle:
+                argv = [arg.decode("utf-8", "replace") for arg in handle.read().split(b"\0") if arg]
+        except (IOError, OSError):
+            continue
+        try:
+            exe = os.readlink(os.path.join(folder, "exe"))
+        except OSError:
+            exe = argv[0] if argv else "dockerd"
+        path = SYSTEMD_PATH
+        try:
+            with open(os.path.join(folder, "environ"), "rb") as handle:
+                for item in handle.read().split(b"\0"):
+                    if item.startswith(b"PATH="):
+                        path = item[5:].decode("utf-8", "replace")
+        except (IOError, OSError):
+            pass
+        return {"pid": int(pid), "exe": exe, "flags": argv[1:], "path": path,
+                "config_file": _option(argv[1:], "--config-file") or DEFAULT_DAEMON_JSON}
+    return None
+
+
 def dockerd_path(proc="/proc"):
     """The PATH of the running dockerd (read from its environment, which root can), else systemd's
     default PATH, which docker.service's dockerd gets."""
-    try:
-        pids = [name for name in os.listdir(proc) if name.isdigit()]
-    except OSError:
-        return SYSTEMD_PATH
-    for pid in pids:
-        try:
-            with open(os.path.join(proc, pid, "comm")) as handle:
-                if handle.read().strip() != "dockerd":
-                    continue
-            with open(os.path.join(proc, pid, "environ"), "rb") as handle:
-                environ = handle.read().split(b"\0")
-        except (IOError, OSError):
-            continue
-        for item in environ:
-            if item.startswith(b"PATH="):
-                return item[5:].decode("utf-8", "replace")
-        return SYSTEMD_PATH  # a dockerd without PATH: Go's LookPath then finds nothing, systemd gives one
-    return SYSTEMD_PATH
+    dockerd = running_dockerd(proc)
+    return dockerd["path"] if dockerd else SYSTEMD_PATH
 
 
 def find_on_path(name, path, is_executable=None):
@@ -310,6 +344,9 @@ def ask_docker(module, docker, container, user, wait=0, clock=time.monotonic, sl
         path = dockerd_path()
         answer["gpu_hook"] = find_on_path(GPU_HOOK, path) or (
             find_on_path(CDI_HOOK, path) if answer.get("cdi_spec_dirs") else None)
+    # Which dockerd runs (whether Docker answers or not): its program and the daemon.json it read.
+    dockerd = running_dockerd()
+    answer["dockerd"] = {"exe": dockerd["exe"], "config_file": dockerd["config_file"]} if dockerd else None
     answer["own_container_running"] = False
     if answer["ok"] and container:
         rc, out, dummy = module.run_command([docker, "container", "inspect", "--format", "{{.State.Running}}",

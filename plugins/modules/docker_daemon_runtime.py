@@ -66,6 +66,17 @@ options:
     description: Permissions of the file when it is created; an existing file keeps its own.
     type: raw
     default: "0644"
+  dockerd_config_file:
+    description:
+      - The daemon.json the running dockerd read (its C(--config-file), C(/etc/docker/daemon.json) without one),
+        as M(glm53.tensorfold.host_resources) reports it. When set and it is not O(path) (symbolic links
+        resolved), the module fails naming both and changes nothing, since dockerd would never read the edit
+        (a C(--config-file) in its unit or drop-in; the snap's C(/var/snap/docker/current/config/daemon.json)).
+    type: path
+  host:
+    description: The host's name in the failure of O(dockerd_config_file) (C([E_DOCKER] host:) ...).
+    type: str
+    default: localhost
   backup:
     description:
       - Before changing an existing file, copy it next to itself (owner and mode kept) and return the copy as
@@ -134,6 +145,7 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
 
+from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
 from ansible_collections.glm53.tensorfold.plugins.module_utils.docker_daemon_config import (
     BOM,
     DaemonConfigError,
@@ -165,6 +177,8 @@ def main():
             set_default=dict(type="bool", default=False),
             mode=dict(type="raw", default="0644"),
             backup=dict(type="bool", default=False),
+            dockerd_config_file=dict(type="path"),
+            host=dict(type="str", default="localhost"),
         ),
         supports_check_mode=True,
     )
@@ -173,6 +187,18 @@ def main():
     # Write through a symbolic link (a dangling one too): replacing the link would detach the
     # file from wherever the operator keeps it.
     target = os.path.realpath(path)
+    read_by_dockerd = params["dockerd_config_file"]
+    if read_by_dockerd and os.path.realpath(read_by_dockerd) != target:
+        snap = "/snap/" in read_by_dockerd
+        module.fail_json(msg=problem(
+            "E_DOCKER", params["host"],
+            "the running dockerd reads %s%s, not %s, so the nvidia runtime would never reach it; nothing was changed"
+            % (read_by_dockerd, " (Docker here is the snap)" if snap else " (its --config-file)", path),
+            "Docker's snap brings its own NVIDIA support (snap get docker nvidia-support) and its dockerd does not run "
+            "the host's toolkit: use Docker Engine from packages (snap remove docker), or skip this role where "
+            "docker run --gpus all already works." if snap else
+            "Set nvidia_toolkit_daemon_json to %s and run again." % read_by_dockerd),
+            path=path, dockerd_config_file=read_by_dockerd)
     created = not os.path.exists(target)
     before = ""
     if not created:

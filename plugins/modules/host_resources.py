@@ -218,7 +218,9 @@ docker:
       (podman-docker), whose answer is no Docker daemon's (C(ok) false, C(error) names it).
       C(gpu_hook) (when the daemon answers) is where dockerd finds C(nvidia-container-runtime-hook),
       which C(docker run --gpus) needs (or C(nvidia-cdi-hook) when C(cdi_spec_dirs) says CDI is on), null when
-      it finds neither.
+      it finds neither. C(dockerd) is the running dockerd (whether it answers or not), C(exe) (its
+      program, under C(/snap/) for Docker's snap) and C(config_file) (the daemon.json it read, its
+      C(--config-file) or C(/etc/docker/daemon.json)), null when none runs.
   returned: when O(docker) is set
   type: dict
   sample: {"ok": true, "error": "", "runtimes": ["nvidia", "runc"], "root_dir": "/var/lib/docker",

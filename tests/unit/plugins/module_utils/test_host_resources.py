@@ -260,6 +260,7 @@ def test_dockerd_path_is_the_running_dockerds_own_else_systemds_default(tmp_path
     assert res.dockerd_path(str(proc)) == res.SYSTEMD_PATH
     (proc / "42").mkdir()
     (proc / "42" / "comm").write_text("dockerd\n")
+    (proc / "42" / "cmdline").write_bytes(b"/usr/bin/dockerd\0-H\0fd://\0")
     (proc / "42" / "environ").write_bytes(b"LANG=C\0PATH=/opt/nvidia/bin:/usr/bin\0HOME=/root\0")
     assert res.dockerd_path(str(proc)) == "/opt/nvidia/bin:/usr/bin"
     assert res.dockerd_path(str(tmp_path / "absent")) == res.SYSTEMD_PATH
@@ -283,3 +284,25 @@ def test_the_gpu_hook_is_looked_up_on_dockerds_path_cdi_hook_only_with_cdi_on(tm
     assert res.ask_docker(CdiOn(0), "/usr/bin/docker", None, "root")["gpu_hook"] == str(bin_dir / "nvidia-cdi-hook")
     # A daemon that does not answer is not looked at further.
     assert "gpu_hook" not in res.ask_docker(DockerAsked(down=5), "/usr/bin/docker", None, "root")
+
+
+def test_running_dockerd_names_its_program_and_the_daemon_json_it_read(tmp_path):
+    proc = tmp_path / "proc"
+    (proc / "900").mkdir(parents=True)
+    (proc / "900" / "comm").write_text("dockerd\n")
+    # The snap's dockerd (docker snap 27.2): its wrapper passes the snap's own daemon.json.
+    (proc / "900" / "cmdline").write_bytes(b"/snap/docker/2963/bin/dockerd\0--group\0docker\0"
+                                           b"--exec-root=/run/snap.docker\0--data-root\0/var/snap/docker/common/var-lib-docker\0"
+                                           b"--pidfile=/run/snap.docker/docker.pid\0"
+                                           b"--config-file=/var/snap/docker/2963/config/daemon.json\0")
+    (proc / "900" / "exe").symlink_to("/snap/docker/2963/bin/dockerd")
+    seen = res.running_dockerd(str(proc))
+    assert seen["exe"] == "/snap/docker/2963/bin/dockerd" and seen["pid"] == 900
+    assert seen["config_file"] == "/var/snap/docker/2963/config/daemon.json"
+    assert seen["path"] == res.SYSTEMD_PATH  # its environment unreadable
+    # docker.service's dockerd: -H fd:// and no --config-file reads /etc/docker/daemon.json; a drop-in's flag wins.
+    (proc / "900" / "cmdline").write_bytes(b"/usr/bin/dockerd\0-H\0fd://\0--containerd=/run/containerd/containerd.sock\0")
+    assert res.running_dockerd(str(proc))["config_file"] == "/etc/docker/daemon.json"
+    (proc / "900" / "cmdline").write_bytes(b"/usr/bin/dockerd\0--config-file\0/srv/docker/daemon.json\0")
+    assert res.running_dockerd(str(proc))["config_file"] == "/srv/docker/daemon.json"
+    assert res.running_dockerd(str(tmp_path / "none")) is None

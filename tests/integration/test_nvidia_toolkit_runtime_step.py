@@ -1,4 +1,5 @@
-"""The nvidia_toolkit role's runtime step against a dockerd that refuses the edited daemon.json.
+"""The nvidia_toolkit role's runtime step against a dockerd that refuses the edited daemon.json,
+or that reads another daemon.json.
 
 ansible-playbook runs the role's runtime.yml (and its "Restart docker" handler) for real on
 localhost, on a daemon.json under tmp_path, with tests/standins/dockerd-start as the restart
@@ -25,7 +26,7 @@ PLAYBOOK = """
 """
 
 
-def run(tmp_path, flags, text=OPERATOR):
+def run(tmp_path, flags, text=OPERATOR, **more):
     daemon_json = tmp_path / "daemon.json"
     if text is not None:
         daemon_json.write_text(text)
@@ -34,6 +35,7 @@ def run(tmp_path, flags, text=OPERATOR):
     playbook.write_text(PLAYBOOK)
     variables = {"ansible_python_interpreter": sys.executable, "nvidia_toolkit_daemon_json": str(daemon_json), "nvidia_toolkit_runtime_default": True,
                  "nvidia_toolkit_docker_restart_command": [STANDIN, "--config-file", str(daemon_json)] + flags}
+    variables.update(more)
     extra = tmp_path / "vars.json"
     extra.write_text(json.dumps(variables))
     rc, output = run_playbook(playbook, "localhost,", ROOT, ["-e", "@" + str(extra)],
@@ -63,3 +65,18 @@ def test_a_dockerd_that_takes_the_edit_is_restarted_once_and_keeps_it(tmp_path):
     assert rc == 0, output
     assert json.loads(daemon_json.read_text())["runtimes"]["nvidia"]["path"] == "/usr/bin/nvidia-container-runtime"
     assert (tmp_path / "starts.log").read_text() == "start\n"
+
+
+def test_a_dockerd_started_with_another_config_file_is_named_and_nothing_is_edited(tmp_path):
+    # docker.yml's look at the running dockerd: a drop-in's --config-file /srv/docker/daemon.json.
+    look = {"docker": {"ok": True, "dockerd": {"exe": "/usr/bin/dockerd", "config_file": "/srv/docker/daemon.json"}}}
+    rc, output, daemon_json = run(tmp_path, [], nvidia_toolkit_docker_look=look)
+    assert rc != 0
+    assert ("[E_DOCKER] localhost: the running dockerd reads /srv/docker/daemon.json (its --config-file), not %s, so the "
+            "nvidia runtime would never reach it; nothing was changed. Set nvidia_toolkit_daemon_json to "
+            "/srv/docker/daemon.json and run again." % daemon_json) in output
+    assert daemon_json.read_text() == OPERATOR and not (tmp_path / "starts.log").exists()
+    # The dockerd that reads this very file: edited and restarted as ever.
+    look["docker"]["dockerd"]["config_file"] = str(daemon_json)
+    rc, output, daemon_json = run(tmp_path, [], nvidia_toolkit_docker_look=look)
+    assert rc == 0 and '"nvidia"' in daemon_json.read_text()
