@@ -26,7 +26,7 @@ PLAYBOOK = """
 """
 
 
-def run(tmp_path, flags, text=OPERATOR, **more):
+def run(tmp_path, flags, text=OPERATOR, env=None, **more):
     daemon_json = tmp_path / "daemon.json"
     if text is not None:
         daemon_json.write_text(text)
@@ -39,7 +39,7 @@ def run(tmp_path, flags, text=OPERATOR, **more):
     extra = tmp_path / "vars.json"
     extra.write_text(json.dumps(variables))
     rc, output = run_playbook(playbook, "localhost,", ROOT, ["-e", "@" + str(extra)],
-                              env={"DOCKERD_START_LOG": str(tmp_path / "starts.log")})
+                              env=dict(env or {}, DOCKERD_START_LOG=str(tmp_path / "starts.log")))
     return rc, " ".join(output.split()), daemon_json
 
 
@@ -80,3 +80,27 @@ def test_a_dockerd_started_with_another_config_file_is_named_and_nothing_is_edit
     look["docker"]["dockerd"]["config_file"] = str(daemon_json)
     rc, output, daemon_json = run(tmp_path, [], nvidia_toolkit_docker_look=look)
     assert rc == 0 and '"nvidia"' in daemon_json.read_text()
+
+
+DOCKER_CLI = os.path.join(ROOT, "tests", "standins", "docker-cli")
+REGISTERED = ('{\n    "runtimes": {\n        "nvidia": {\n            "args": [],\n'
+              '            "path": "/usr/bin/nvidia-container-runtime"\n        }\n    }\n}\n')
+
+
+def test_a_dockerd_started_before_the_hook_was_installed_is_restarted_once(tmp_path):
+    # daemon.json had the runtime already (nothing to edit) and docker info lists it (the docker stand-in), but
+    # this run's install brought the hook after dockerd's start: dockerd has no --gpus driver until it restarts.
+    look = {"docker": {"ok": True, "dockerd": {"exe": "/usr/bin/dockerd", "config_file": str(tmp_path / "daemon.json")}}}
+    env = {"PATH": DOCKER_CLI + os.pathsep + os.environ["PATH"]}
+    rc, output, daemon_json = run(tmp_path, [], text=REGISTERED, env=env, nvidia_toolkit_docker_look=look,
+                                  nvidia_toolkit_hook_before={"stat": {"exists": False}},
+                                  nvidia_toolkit_runtime_default=False)
+    assert rc == 0, output
+    assert "the running dockerd started before this run installed /usr/bin/nvidia-container-runtime-hook" in output
+    assert daemon_json.read_text() == REGISTERED and (tmp_path / "starts.log").read_text() == "start\n"
+    # The hook was there before the install (an upgrade, a second run): no restart.
+    (tmp_path / "starts.log").unlink()
+    rc, output, daemon_json = run(tmp_path, [], text=REGISTERED, env=env, nvidia_toolkit_docker_look=look,
+                                  nvidia_toolkit_hook_before={"stat": {"exists": True}},
+                                  nvidia_toolkit_runtime_default=False)
+    assert rc == 0 and not (tmp_path / "starts.log").exists()
