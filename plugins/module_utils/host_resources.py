@@ -247,15 +247,29 @@ def _option(argv, name):
     return found
 
 
+def _uid(folder):
+    """The real uid of the process whose /proc folder this is (None when it cannot be read)."""
+    try:
+        with open(os.path.join(folder, "status")) as handle:
+            for line in handle:
+                if line.startswith("Uid:"):
+                    return int(line.split()[1])
+    except (IOError, OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def running_dockerd(proc="/proc"):
     """The running dockerd, read from /proc as root can: ``exe`` (its program: under /snap/ for the
     snap's), ``flags`` (its command line after the program), ``path`` (its PATH; systemd's default
     when its environment cannot be read) and ``config_file`` (the daemon.json it read at its start:
-    its --config-file, else /etc/docker/daemon.json); None when no dockerd runs."""
+    its --config-file, else /etc/docker/daemon.json); None when no dockerd runs. root's dockerd
+    comes first: a rootless one (a user's, under rootlesskit) is not the one `docker` asks as root."""
     try:
         pids = sorted((name for name in os.listdir(proc) if name.isdigit()), key=int)
     except OSError:
         return None
+    pids.sort(key=lambda pid: _uid(os.path.join(proc, pid)) != 0)  # stable: root's first, each in pid order
     for pid in pids:
         folder = os.path.join(proc, pid)
         try:

@@ -306,3 +306,16 @@ def test_running_dockerd_names_its_program_and_the_daemon_json_it_read(tmp_path)
     (proc / "900" / "cmdline").write_bytes(b"/usr/bin/dockerd\0--config-file\0/srv/docker/daemon.json\0")
     assert res.running_dockerd(str(proc))["config_file"] == "/srv/docker/daemon.json"
     assert res.running_dockerd(str(tmp_path / "none")) is None
+
+
+def test_roots_dockerd_is_read_before_a_users_rootless_one(tmp_path):
+    proc = tmp_path / "proc"
+    for pid, uid, argv in ((300, 1000, b"dockerd\0--config-file=/home/u/.config/docker/daemon.json\0"),
+                           (700, 0, b"/usr/bin/dockerd\0-H\0fd://\0")):
+        folder = proc / str(pid)
+        folder.mkdir(parents=True)
+        (folder / "comm").write_text("dockerd\n")
+        (folder / "cmdline").write_bytes(argv)
+        (folder / "status").write_text("Name:\tdockerd\nUid:\t%d\t%d\t%d\t%d\n" % (uid, uid, uid, uid))
+    seen = res.running_dockerd(str(proc))
+    assert seen["pid"] == 700 and seen["config_file"] == "/etc/docker/daemon.json"
