@@ -68,6 +68,8 @@ def _docker(host, observed, expect, problems, toolkit_follows=False):
     _docker_group(host, observed, docker, problems)
     _docker_library(host, observed, problems)
     runtimes = docker.get("runtimes") or []
+    if "nvidia" not in runtimes and docker.get("gpu_hook"):
+        return  # the engine's `docker run --gpus` is served by the hook dockerd found, no runtime needed
     if "nvidia" not in runtimes:
         _toolkit_fixes(host, "E_NVIDIA_RUNTIME", "docker info lists no nvidia runtime (runtimes: %s)"
                        % (", ".join(sorted(runtimes)) or "none"), problems)

@@ -224,6 +224,16 @@ def test_the_nvidia_runtime_without_the_hook_docker_run_gpus_needs_is_e_nvidia_r
     assert host_problems("gpu1", HEALTHY, EXPECT) == []  # not looked at: not judged
 
 
+def test_the_hook_without_the_nvidia_runtime_serves_docker_run_gpus_and_passes():
+    # nvidia-container-toolkit installed, `nvidia-ctk runtime configure` never run: docker run --gpus works (dockerd
+    # injects the hook), which is all the engine's start asks.
+    hook_only = observed(docker=dict(HEALTHY["docker"], runtimes=["io.containerd.runc.v2", "runc"],
+                                     gpu_hook="/usr/bin/nvidia-container-runtime-hook"))
+    assert host_problems("gpu1", hook_only, EXPECT) == []
+    neither = observed(docker=dict(HEALTHY["docker"], runtimes=["runc"], gpu_hook=None))
+    assert codes(host_problems("gpu1", neither, EXPECT)) == ["E_NVIDIA_RUNTIME"]
+
+
 def test_observe_without_docker_asked_or_peer_read_judges_neither():
     seen = observe(RESOURCES, dict(HEALTHY["gpu_info"], peer={"skipped": True, "msg": "not asked"}))
     assert seen["docker"]["ok"] is False and seen["docker"]["groups"] is None
