@@ -15,15 +15,16 @@ from ansible_run import ROOT, run_playbook
 
 STANDIN = os.path.join(ROOT, "tests", "standins", "dockerd-start")
 OPERATOR = '{\n  "log-driver": "json-file",\n  "data-root": "/srv/docker"\n}\n'
-PLAYBOOK = """
+PLAYBOOK_OF = """
 - hosts: localhost
   connection: local
   gather_facts: false
   tasks:
     - ansible.builtin.include_role:
         name: glm53.tensorfold.nvidia_toolkit
-        tasks_from: runtime.yml
+        tasks_from: %s
 """
+PLAYBOOK = PLAYBOOK_OF % "runtime.yml"
 
 
 def run(tmp_path, flags, text=OPERATOR, env=None, **more):
@@ -104,3 +105,31 @@ def test_a_dockerd_started_before_the_hook_was_installed_is_restarted_once(tmp_p
                                   nvidia_toolkit_hook_before={"stat": {"exists": True}},
                                   nvidia_toolkit_runtime_default=False)
     assert rc == 0 and not (tmp_path / "starts.log").exists()
+
+
+VERIFY = PLAYBOOK_OF % "verify.yml"
+
+
+def verify(tmp_path, run_answer):
+    """The role's closing checks with the docker stand-in: its daemon lists nvidia, `docker run` answers as told."""
+    playbook = tmp_path / "verify.yml"
+    playbook.write_text(VERIFY)
+    extra = tmp_path / "verify-vars.json"
+    extra.write_text(json.dumps({"ansible_python_interpreter": sys.executable}))
+    rc, output = run_playbook(playbook, "localhost,", ROOT, ["-e", "@" + str(extra)],
+                              env={"PATH": DOCKER_CLI + os.pathsep + os.environ["PATH"], "STANDIN_DOCKER_RUN": run_answer})
+    return rc, " ".join(output.split())
+
+
+def test_a_test_image_docker_cannot_pull_is_e_docker_not_a_missing_runtime(tmp_path):
+    rc, output = verify(tmp_path, "pull-fails")
+    assert rc != 0 and "[E_NVIDIA_RUNTIME]" not in output
+    assert ("[E_DOCKER] localhost: the --gpus all test could not run: ubuntu:24.04 is not on the host and dockerd could not "
+            "pull it: Unable to find image 'ubuntu:24.04' locally | docker: Error response from daemon: Get "
+            "\"https://registry-1.docker.io/v2/\": dial tcp: lookup registry-1.docker.io on 127.0.0.53:53: server "
+            "misbehaving. Give dockerd access to the registry") in output
+    # dockerd refusing --gpus is the runtime's, as before; a container that lists the GPUs passes.
+    rc, output = verify(tmp_path, "no-gpu-driver")
+    assert rc != 0 and "[E_NVIDIA_RUNTIME] localhost: a --gpus all container of ubuntu:24.04 could not list the GPUs" in output
+    rc, output = verify(tmp_path, "gpus")
+    assert rc == 0, output

@@ -18,4 +18,15 @@ def test_info_is_docker_28s_shape_with_the_nvidia_runtime_and_can_be_switched():
     other = subprocess.run([DOCKER, "info"], capture_output=True, text=True, check=False,
                            env=dict(os.environ, STANDIN_DOCKER_INFO='{"Runtimes": {"runc": {}}}'))
     assert json.loads(other.stdout) == {"Runtimes": {"runc": {}}}
-    assert subprocess.run([DOCKER, "run", "x"], capture_output=True, check=False).returncode == 1
+    assert subprocess.run([DOCKER, "ps"], capture_output=True, check=False).returncode == 1
+
+
+def test_run_lists_the_gpus_or_fails_as_docker_does():
+    argv = [DOCKER, "run", "--rm", "--gpus", "all", "ubuntu:24.04", "nvidia-smi", "-L"]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and done.stdout.startswith("GPU 0: ")
+    pull = subprocess.run(argv, capture_output=True, text=True, check=False, env=dict(os.environ, STANDIN_DOCKER_RUN="pull-fails"))
+    assert pull.returncode == 125 and pull.stderr.startswith("Unable to find image 'ubuntu:24.04' locally\n")
+    driver = subprocess.run(argv, capture_output=True, text=True, check=False,
+                            env=dict(os.environ, STANDIN_DOCKER_RUN="no-gpu-driver"))
+    assert driver.returncode == 125 and "could not select device driver" in driver.stderr
