@@ -304,6 +304,27 @@ def dockerd_path(proc="/proc"):
     return dockerd["path"] if dockerd else SYSTEMD_PATH
 
 
+def nvidia_cdi_spec(folders):
+    """The first CDI spec in folders (docker info's CDISpecDirs) that names NVIDIA's GPUs (the kind
+    ``nvidia.com/gpu``, as ``nvidia-ctk cdi generate`` and nvidia-cdi-refresh write it), or None:
+    without one, dockerd's CDI path for --gpus has no device to give."""
+    for folder in folders:
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith((".yaml", ".yml", ".json")):
+                continue
+            try:
+                with open(os.path.join(folder, name), "rb") as handle:
+                    if b"nvidia.com/gpu" in handle.read(1 << 20):
+                        return os.path.join(folder, name)
+            except (IOError, OSError):
+                continue
+    return None
+
+
 def find_on_path(name, path, is_executable=None):
     """The first executable ``name`` in the folders of ``path`` (as Go's exec.LookPath), or None."""
     if is_executable is None:
@@ -357,7 +378,7 @@ def ask_docker(module, docker, container, user, wait=0, clock=time.monotonic, sl
     if answer["ok"]:
         path = dockerd_path()
         answer["gpu_hook"] = find_on_path(GPU_HOOK, path) or (
-            find_on_path(CDI_HOOK, path) if answer.get("cdi_spec_dirs") else None)
+            find_on_path(CDI_HOOK, path) if nvidia_cdi_spec(answer.get("cdi_spec_dirs") or []) else None)
     # Which dockerd runs (whether Docker answers or not): its program and the daemon.json it read.
     dockerd = running_dockerd()
     answer["dockerd"] = {"exe": dockerd["exe"], "config_file": dockerd["config_file"]} if dockerd else None

@@ -3,6 +3,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import socket
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import host_resources as res
@@ -278,9 +279,15 @@ def test_the_gpu_hook_is_looked_up_on_dockerds_path_cdi_hook_only_with_cdi_on(tm
     assert res.ask_docker(module, "/usr/bin/docker", None, "root")["gpu_hook"] == hook
     (bin_dir / "nvidia-container-runtime-hook").unlink()
 
+    etc_cdi, run_cdi = tmp_path / "etc-cdi", tmp_path / "run-cdi"
+
     class CdiOn(DockerAsked):
         def run_command(self, argv):
-            return 0, '{"Runtimes": {"runc": {}}, "CDISpecDirs": ["/etc/cdi", "/var/run/cdi"]}', ""
+            return 0, json.dumps({"Runtimes": {"runc": {}}, "CDISpecDirs": [str(etc_cdi), str(run_cdi)]}), ""
+    # CDI on but no spec for NVIDIA's GPUs (nvidia-ctk cdi generate never ran): --gpus has nothing to give.
+    assert res.ask_docker(CdiOn(0), "/usr/bin/docker", None, "root")["gpu_hook"] is None
+    run_cdi.mkdir()
+    (run_cdi / "nvidia.yaml").write_text('cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: all\n')
     assert res.ask_docker(CdiOn(0), "/usr/bin/docker", None, "root")["gpu_hook"] == str(bin_dir / "nvidia-cdi-hook")
     # A daemon that does not answer is not looked at further.
     assert "gpu_hook" not in res.ask_docker(DockerAsked(down=5), "/usr/bin/docker", None, "root")
