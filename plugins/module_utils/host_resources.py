@@ -362,13 +362,31 @@ def image_present(module, docker, label):
     return rc == 0 and bool(out.strip())
 
 
+# A wedged dockerd (a hung mount under its root, a stuck containerd) never answers `docker info`,
+# which then waits forever: the checks would hang with it.
+DOCKER_INFO_LIMIT_S = 60
+
+
+def bounded(argv, module):
+    """argv run under coreutils' timeout (TERM at DOCKER_INFO_LIMIT_S, KILL 5 s later; exit 124 or
+    137 then), or as it is where there is no timeout program."""
+    limiter = module.get_bin_path("timeout", required=False)
+    if not limiter:
+        return list(argv)
+    return [limiter, "--kill-after=5", str(DOCKER_INFO_LIMIT_S)] + list(argv)
+
+
 def ask_docker(module, docker, container, user, wait=0, clock=time.monotonic, sleep=time.sleep):
     """The daemon's answer, the own container's state and the user's groups (see RETURN: docker).
     ``wait``: seconds to keep asking, once a second, while the daemon does not answer."""
     deadline = clock() + max(0, wait)
     while True:
         if docker:
-            rc, out, err = module.run_command([docker, "info", "--format", "{{json .}}"])
+            argv = bounded([docker, "info", "--format", "{{json .}}"], module)
+            rc, out, err = module.run_command(argv)
+            if rc in (124, 137) and argv[0] != docker:
+                rc, err = 1, ("docker info did not answer within %d s: the Docker daemon hangs "
+                              "(systemctl status docker; journalctl -u docker)" % DOCKER_INFO_LIMIT_S)
         else:
             rc, out, err = 127, "", "docker is not installed (not on PATH)"
         answer = docker_info_answer(rc, out, err)

@@ -189,6 +189,9 @@ class DockerAsked(object):
         self.down = down
         self.asked = 0
 
+    def get_bin_path(self, name, required=False):
+        return None  # no coreutils timeout: docker runs as it is
+
     def run_command(self, argv):
         self.asked += 1
         if argv[1] == "info" and self.asked <= self.down:
@@ -326,3 +329,21 @@ def test_roots_dockerd_is_read_before_a_users_rootless_one(tmp_path):
         (folder / "status").write_text("Name:\tdockerd\nUid:\t%d\t%d\t%d\t%d\n" % (uid, uid, uid, uid))
     seen = res.running_dockerd(str(proc))
     assert seen["pid"] == 700 and seen["config_file"] == "/etc/docker/daemon.json"
+
+
+def test_a_docker_info_that_hangs_is_cut_off_and_named_not_waited_for_forever():
+    class Wedged(DockerAsked):
+        """A dockerd that never answers: coreutils' timeout ends `docker info` (exit 124)."""
+
+        def get_bin_path(self, name, required=False):
+            return "/usr/bin/timeout" if name == "timeout" else None
+
+        def run_command(self, argv):
+            self.argv = argv
+            return 124, "", ""
+    module = Wedged(down=0)
+    answer = res.ask_docker(module, "/usr/bin/docker", None, "root")
+    assert module.argv == ["/usr/bin/timeout", "--kill-after=5", "60", "/usr/bin/docker", "info", "--format", "{{json .}}"]
+    assert answer["ok"] is False
+    assert answer["error"] == ("docker info did not answer within 60 s: the Docker daemon hangs "
+                               "(systemctl status docker; journalctl -u docker)")
