@@ -263,14 +263,16 @@ def running_dockerd(proc="/proc"):
     """The running dockerd, read from /proc as root can: ``exe`` (its program: under /snap/ for the
     snap's), ``flags`` (its command line after the program), ``path`` (its PATH; systemd's default
     when its environment cannot be read) and ``config_file`` (the daemon.json it read at its start:
-    its --config-file, else /etc/docker/daemon.json); None when no dockerd runs. root's dockerd
-    comes first: a rootless one (a user's, under rootlesskit) is not the one `docker` asks as root."""
+    its --config-file, else /etc/docker/daemon.json); None when no dockerd runs. Only root's: a
+    rootless one (a user's, under rootlesskit) reads the user's ~/.config/docker/daemon.json and is
+    not the one `docker` asks as root, nor the one the toolkit step configures."""
     try:
         pids = sorted((name for name in os.listdir(proc) if name.isdigit()), key=int)
     except OSError:
         return None
-    pids.sort(key=lambda pid: _uid(os.path.join(proc, pid)) != 0)  # stable: root's first, each in pid order
     for pid in pids:
+        if _uid(os.path.join(proc, pid)) not in (0, None):
+            continue
         folder = os.path.join(proc, pid)
         try:
             with open(os.path.join(folder, "comm")) as handle:

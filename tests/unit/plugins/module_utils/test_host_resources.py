@@ -329,6 +329,9 @@ def test_roots_dockerd_is_read_before_a_users_rootless_one(tmp_path):
         (folder / "status").write_text("Name:\tdockerd\nUid:\t%d\t%d\t%d\t%d\n" % (uid, uid, uid, uid))
     seen = res.running_dockerd(str(proc))
     assert seen["pid"] == 700 and seen["config_file"] == "/etc/docker/daemon.json"
+    # A user's rootless dockerd alone is not root's Docker: none runs for root.
+    (proc / "700" / "comm").write_text("containerd\n")
+    assert res.running_dockerd(str(proc)) is None
 
 
 def test_a_docker_info_that_hangs_is_cut_off_and_named_not_waited_for_forever():
