@@ -170,6 +170,10 @@ def write_private(path, content):
     return True
 
 
+# dockerd's refusal of `--gpus` when it registered no NVIDIA device driver (no hook on its PATH).
+NO_GPU_DRIVER = "could not select device driver"
+
+
 # The User-Agent of the one-token request a keyed start waits for (answers_a_request).
 START_CHECK_AGENT = "glm53-start-check"
 
@@ -487,7 +491,14 @@ class EngineContainer(object):
                                               self.mounts(run_dir))
         rc, out, err = self.docker(*argv)
         if rc != 0:
-            self.fail("E_START", "docker could not start the container: %s" % (err or out).strip())
+            said = (err or out).strip()
+            if NO_GPU_DRIVER in said:
+                # dockerd serves --gpus with nvidia-container-runtime-hook found on its PATH at its start;
+                # the nvidia runtime in daemon.json does not serve it.
+                self.fail("E_NVIDIA_RUNTIME", "docker run --gpus was refused, dockerd has no GPU device driver: %s" % said,
+                          "Install the nvidia-container-toolkit package (it has nvidia-container-runtime-hook, which "
+                          "dockerd needs on its PATH for --gpus; the nvidia_toolkit role installs it) and restart Docker.")
+            self.fail("E_START", "docker could not start the container: %s" % said)
 
     def wait(self):
         """'up', 'ended: ...', 'timeout' or 'warming' (the time ran out while /health said ok but

@@ -52,6 +52,9 @@ def _docker(host, observed, expect, problems, toolkit_follows=False):
     down = None
     if "docker" in (observed.get("tools") or {}) and not observed["tools"]["docker"]:
         down = "docker is not installed (not on PATH)"
+    elif docker.get("engine") == "podman":
+        # podman-docker's `docker`: no dockerd, no daemon.json, no nvidia runtime to register
+        down = "%s; the recipe needs Docker Engine (dockerd, its daemon.json and --gpus)" % docker.get("error")
     elif not docker.get("ok"):
         down = "the Docker daemon does not answer (docker info: %s)" % (docker.get("error") or "no answer")
     if down:
@@ -65,9 +68,16 @@ def _docker(host, observed, expect, problems, toolkit_follows=False):
     _docker_group(host, observed, docker, problems)
     _docker_library(host, observed, problems)
     runtimes = docker.get("runtimes") or []
+    if "nvidia" not in runtimes and docker.get("gpu_hook"):
+        return  # the engine's `docker run --gpus` is served by the hook dockerd found, no runtime needed
     if "nvidia" not in runtimes:
         _toolkit_fixes(host, "E_NVIDIA_RUNTIME", "docker info lists no nvidia runtime (runtimes: %s)"
                        % (", ".join(sorted(runtimes)) or "none"), problems)
+    elif "gpu_hook" in docker and not docker["gpu_hook"]:
+        # dockerd serves `docker run --gpus` (the engine's start) through this hook, not the runtime
+        _toolkit_fixes(host, "E_NVIDIA_RUNTIME", "docker info lists the nvidia runtime, but dockerd finds no "
+                       "nvidia-container-runtime-hook on its PATH, without which docker run --gpus fails (could not "
+                       "select device driver); the nvidia-container-toolkit package has it", problems)
 
 
 def _docker_library(host, observed, problems):

@@ -180,11 +180,25 @@ def find_tools(names, which):
 DOCKER_ROOT = "/var/lib/docker"
 
 
+def podman_version(info):
+    """The Podman version when ``docker info`` was answered by Podman (the podman-docker package's
+    ``docker`` runs ``podman``), "" when its version is not said, None for Docker Engine. Podman's
+    info has ``host``, ``store`` and ``version`` objects, and none of Docker's ``ServerVersion``,
+    ``Runtimes`` or ``DockerRootDir``."""
+    if not isinstance(info, dict) or "ServerVersion" in info or not isinstance(info.get("host"), dict):
+        return None
+    if not isinstance(info.get("store"), dict) and not isinstance(info.get("version"), dict):
+        return None
+    version = info.get("version")
+    return str(version.get("Version") or "") if isinstance(version, dict) else ""
+
+
 def docker_info_answer(rc, out, err):
     """``docker info --format '{{json .}}'``'s answer: ok, the first line of its error, the runtime
     names and the root folder (Docker's default when it does not say). A client that cannot reach
     its daemon may still exit 0 and print only its own half, the daemon's error in ``ServerErrors``
-    (Docker 20.10 does): that is a daemon that does not answer, not one without runtimes."""
+    (Docker 20.10 does): that is a daemon that does not answer, not one without runtimes. A
+    ``docker`` that is Podman (podman-docker) is no Docker daemon either: ``engine`` says so."""
     info = {}
     if rc == 0:
         try:
@@ -194,10 +208,135 @@ def docker_info_answer(rc, out, err):
     server_errors = info.get("ServerErrors") if isinstance(info, dict) else None
     if rc == 0 and server_errors:
         rc, err = 1, "\n".join(str(error) for error in server_errors)
+    podman = podman_version(info) if rc == 0 else None
+    if podman is not None:
+        rc, err = 1, ("docker is Podman %s (the podman-docker package), not Docker Engine"
+                      % (podman or "of an unknown version"))
+        info = {}
     lines = (err or "").strip().splitlines()
-    return {"ok": rc == 0, "error": "" if rc == 0 else (lines[0].strip() if lines else "exit status %d" % rc),
-            "runtimes": sorted((info.get("Runtimes") or {}).keys()) if isinstance(info, dict) else [],
-            "root_dir": (info.get("DockerRootDir") if isinstance(info, dict) else None) or DOCKER_ROOT}
+    answer = {"ok": rc == 0, "error": "" if rc == 0 else (lines[0].strip() if lines else "exit status %d" % rc),
+              "runtimes": sorted((info.get("Runtimes") or {}).keys()) if isinstance(info, dict) else [],
+              "root_dir": (info.get("DockerRootDir") if isinstance(info, dict) else None) or DOCKER_ROOT}
+    if podman is not None:
+        answer["engine"] = "podman"
+    if isinstance(info, dict) and info.get("CDISpecDirs"):  # Docker 25+ with CDI on
+        answer["cdi_spec_dirs"] = list(info["CDISpecDirs"])
+    return answer
+
+
+# What `docker run --gpus` needs on dockerd's PATH: dockerd registers its nvidia device driver only
+# when it finds this hook (the "nvidia" runtime of daemon.json plays no part in --gpus), or, from
+# Docker 28 on, the CDI hook, which serves --gpus through CDI when CDI is on.
+GPU_HOOK = "nvidia-container-runtime-hook"
+CDI_HOOK = "nvidia-cdi-hook"
+# systemd's default PATH, the one docker.service's dockerd gets unless a drop-in sets another
+SYSTEMD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+DEFAULT_DAEMON_JSON = "/etc/docker/daemon.json"
+
+
+def _option(argv, name):
+    """The value of ``--name VALUE`` or ``--name=VALUE`` in argv (the last one), else None."""
+    found = None
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            found = argv[i + 1]
+        elif arg.startswith(name + "="):
+            found = arg[len(name) + 1:]
+    return found
+
+
+def _uid(folder):
+    """The real uid of the process whose /proc folder this is (None when it cannot be read)."""
+    try:
+        with open(os.path.join(folder, "status")) as handle:
+            for line in handle:
+                if line.startswith("Uid:"):
+                    return int(line.split()[1])
+    except (IOError, OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def running_dockerd(proc="/proc"):
+    """The running dockerd, read from /proc as root can: ``exe`` (its program: under /snap/ for the
+    snap's), ``flags`` (its command line after the program), ``path`` (its PATH; systemd's default
+    when its environment cannot be read) and ``config_file`` (the daemon.json it read at its start:
+    its --config-file, else /etc/docker/daemon.json); None when no dockerd runs. Only root's: a
+    rootless one (a user's, under rootlesskit) reads the user's ~/.config/docker/daemon.json and is
+    not the one `docker` asks as root, nor the one the toolkit step configures."""
+    try:
+        pids = sorted((name for name in os.listdir(proc) if name.isdigit()), key=int)
+    except OSError:
+        return None
+    for pid in pids:
+        if _uid(os.path.join(proc, pid)) not in (0, None):
+            continue
+        folder = os.path.join(proc, pid)
+        try:
+            with open(os.path.join(folder, "comm")) as handle:
+                if handle.read().strip() != "dockerd":
+                    continue
+            with open(os.path.join(folder, "cmdline"), "rb") as handle:
+                argv = [arg.decode("utf-8", "replace") for arg in handle.read().split(b"\0") if arg]
+        except (IOError, OSError):
+            continue
+        try:
+            exe = os.readlink(os.path.join(folder, "exe"))
+        except OSError:
+            exe = argv[0] if argv else "dockerd"
+        path = SYSTEMD_PATH
+        try:
+            with open(os.path.join(folder, "environ"), "rb") as handle:
+                for item in handle.read().split(b"\0"):
+                    if item.startswith(b"PATH="):
+                        path = item[5:].decode("utf-8", "replace")
+        except (IOError, OSError):
+            pass
+        return {"pid": int(pid), "exe": exe, "flags": argv[1:], "path": path,
+                "config_file": _option(argv[1:], "--config-file") or DEFAULT_DAEMON_JSON}
+    return None
+
+
+def dockerd_path(proc="/proc"):
+    """The PATH of the running dockerd (read from its environment, which root can), else systemd's
+    default PATH, which docker.service's dockerd gets."""
+    dockerd = running_dockerd(proc)
+    return dockerd["path"] if dockerd else SYSTEMD_PATH
+
+
+def nvidia_cdi_spec(folders):
+    """The first CDI spec in folders (docker info's CDISpecDirs) that names NVIDIA's GPUs (the kind
+    ``nvidia.com/gpu``, as ``nvidia-ctk cdi generate`` and nvidia-cdi-refresh write it), or None:
+    without one, dockerd's CDI path for --gpus has no device to give."""
+    for folder in folders:
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith((".yaml", ".yml", ".json")):
+                continue
+            try:
+                with open(os.path.join(folder, name), "rb") as handle:
+                    if b"nvidia.com/gpu" in handle.read(1 << 20):
+                        return os.path.join(folder, name)
+            except (IOError, OSError):
+                continue
+    return None
+
+
+def find_on_path(name, path, is_executable=None):
+    """The first executable ``name`` in the folders of ``path`` (as Go's exec.LookPath), or None."""
+    if is_executable is None:
+        def is_executable(candidate):
+            return os.path.isfile(candidate) and os.access(candidate, os.X_OK)
+    for folder in path.split(":"):
+        candidate = os.path.join(folder or ".", name)
+        if is_executable(candidate):
+            return candidate
+    return None
 
 
 def group_names(gids, name_of=None):
@@ -225,19 +364,44 @@ def image_present(module, docker, label):
     return rc == 0 and bool(out.strip())
 
 
+# A wedged dockerd (a hung mount under its root, a stuck containerd) never answers `docker info`,
+# which then waits forever: the checks would hang with it.
+DOCKER_INFO_LIMIT_S = 60
+
+
+def bounded(argv, module):
+    """argv run under coreutils' timeout (TERM at DOCKER_INFO_LIMIT_S, KILL 5 s later; exit 124 or
+    137 then), or as it is where there is no timeout program."""
+    limiter = module.get_bin_path("timeout", required=False)
+    if not limiter:
+        return list(argv)
+    return [limiter, "--kill-after=5", str(DOCKER_INFO_LIMIT_S)] + list(argv)
+
+
 def ask_docker(module, docker, container, user, wait=0, clock=time.monotonic, sleep=time.sleep):
     """The daemon's answer, the own container's state and the user's groups (see RETURN: docker).
     ``wait``: seconds to keep asking, once a second, while the daemon does not answer."""
     deadline = clock() + max(0, wait)
     while True:
         if docker:
-            rc, out, err = module.run_command([docker, "info", "--format", "{{json .}}"])
+            argv = bounded([docker, "info", "--format", "{{json .}}"], module)
+            rc, out, err = module.run_command(argv)
+            if rc in (124, 137) and argv[0] != docker:
+                rc, err = 1, ("docker info did not answer within %d s: the Docker daemon hangs "
+                              "(systemctl status docker; journalctl -u docker)" % DOCKER_INFO_LIMIT_S)
         else:
             rc, out, err = 127, "", "docker is not installed (not on PATH)"
         answer = docker_info_answer(rc, out, err)
-        if answer["ok"] or not docker or clock() + 1 > deadline:
+        if answer["ok"] or answer.get("engine") == "podman" or not docker or clock() + 1 > deadline:
             break
         sleep(1)
+    if answer["ok"]:
+        path = dockerd_path()
+        answer["gpu_hook"] = find_on_path(GPU_HOOK, path) or (
+            find_on_path(CDI_HOOK, path) if nvidia_cdi_spec(answer.get("cdi_spec_dirs") or []) else None)
+    # Which dockerd runs (whether Docker answers or not): its program and the daemon.json it read.
+    dockerd = running_dockerd()
+    answer["dockerd"] = {"exe": dockerd["exe"], "config_file": dockerd["config_file"]} if dockerd else None
     answer["own_container_running"] = False
     if answer["ok"] and container:
         rc, out, dummy = module.run_command([docker, "container", "inspect", "--format", "{{.State.Running}}",

@@ -66,6 +66,23 @@ options:
     description: Permissions of the file when it is created; an existing file keeps its own.
     type: raw
     default: "0644"
+  dockerd_config_file:
+    description:
+      - The daemon.json the running dockerd read (its C(--config-file), C(/etc/docker/daemon.json) without one),
+        as M(glm53.tensorfold.host_resources) reports it. When set and it is not O(path) (symbolic links
+        resolved), the module fails naming both and changes nothing, since dockerd would never read the edit
+        (a C(--config-file) in its unit or drop-in; the snap's C(/var/snap/docker/current/config/daemon.json)).
+    type: path
+  host:
+    description: The host's name in the failure of O(dockerd_config_file) (C([E_DOCKER] host:) ...).
+    type: str
+    default: localhost
+  backup:
+    description:
+      - Before changing an existing file, copy it next to itself (owner and mode kept) and return the copy as
+        RV(backup_file), so that a dockerd that refuses the new file can be given the old one back.
+    type: bool
+    default: false
 attributes:
   check_mode:
     description: Reports whether the file would change, and writes nothing.
@@ -114,6 +131,11 @@ created:
   returned: always
   type: bool
   sample: false
+backup_file:
+  description: The copy of the file as it was, with O(backup) when an existing file changed.
+  returned: changed and O(backup), not in check mode
+  type: str
+  sample: /etc/docker/daemon.json.4242.2026-12-06@02:40:00~
 """
 
 import json
@@ -123,6 +145,7 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
 
+from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
 from ansible_collections.glm53.tensorfold.plugins.module_utils.docker_daemon_config import (
     BOM,
     DaemonConfigError,
@@ -153,6 +176,9 @@ def main():
             runtime_args=dict(type="list", elements="str", default=[]),
             set_default=dict(type="bool", default=False),
             mode=dict(type="raw", default="0644"),
+            backup=dict(type="bool", default=False),
+            dockerd_config_file=dict(type="path"),
+            host=dict(type="str", default="localhost"),
         ),
         supports_check_mode=True,
     )
@@ -161,6 +187,18 @@ def main():
     # Write through a symbolic link (a dangling one too): replacing the link would detach the
     # file from wherever the operator keeps it.
     target = os.path.realpath(path)
+    read_by_dockerd = params["dockerd_config_file"]
+    if read_by_dockerd and os.path.realpath(read_by_dockerd) != target:
+        snap = "/snap/" in read_by_dockerd
+        module.fail_json(msg=problem(
+            "E_DOCKER", params["host"],
+            "the running dockerd reads %s%s, not %s, so the nvidia runtime would never reach it; nothing was changed"
+            % (read_by_dockerd, " (Docker here is the snap)" if snap else " (its --config-file)", path),
+            "Docker's snap brings its own NVIDIA support (snap get docker nvidia-support) and its dockerd does not run "
+            "the host's toolkit: use Docker Engine from packages (snap remove docker), or skip this role where "
+            "docker run --gpus all already works." if snap else
+            "Set nvidia_toolkit_daemon_json to %s and run again." % read_by_dockerd),
+            path=path, dockerd_config_file=read_by_dockerd)
     created = not os.path.exists(target)
     before = ""
     if not created:
@@ -192,6 +230,8 @@ def main():
         folder = os.path.dirname(target) or "."
         if not os.path.isdir(folder):
             os.makedirs(folder, 0o755)
+        if params["backup"] and not created:
+            result["backup_file"] = module.backup_local(target)
         fd, tmp = tempfile.mkstemp(prefix=".daemon.json.", dir=folder)
         try:
             with os.fdopen(fd, "wb") as handle:

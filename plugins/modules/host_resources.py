@@ -214,7 +214,14 @@ docker:
   description:
     - What the Docker daemon said. C(ok) (it answered), C(error) (the first line of its error),
       C(runtimes) (names), C(root_dir), C(own_container_running) (O(docker_container) runs),
-      C(groups) (the user's groups; null for root).
+      C(groups) (the user's groups; null for root). C(engine) is C(podman) when C(docker) is Podman
+      (podman-docker), whose answer is no Docker daemon's (C(ok) false, C(error) names it).
+      C(gpu_hook) (when the daemon answers) is where dockerd finds C(nvidia-container-runtime-hook),
+      which C(docker run --gpus) needs (or C(nvidia-cdi-hook) when C(cdi_spec_dirs) says CDI is on and holds a spec for
+      C(nvidia.com/gpu)), null when
+      it finds neither. C(dockerd) is the running dockerd (whether it answers or not), C(exe) (its
+      program, under C(/snap/) for Docker's snap) and C(config_file) (the daemon.json it read, its
+      C(--config-file) or C(/etc/docker/daemon.json)), null when none runs.
   returned: when O(docker) is set
   type: dict
   sample: {"ok": true, "error": "", "runtimes": ["nvidia", "runc"], "root_dir": "/var/lib/docker",

@@ -40,6 +40,8 @@ class FakeDocker(object):
         # What the engine answers the argument check (accepted unless a test says otherwise).
         self.argument_check = (1, "tensorfold: /nonexistent/argument-check is neither a directory nor a Hugging Face "
                                   "repo id", "")
+        # What `docker run -d` answers instead of starting the container, (rc, out, err); None starts it.
+        self.run_refusal = None
 
     def __call__(self, argv):
         self.calls.append(argv)
@@ -54,6 +56,8 @@ class FakeDocker(object):
             return 0, "", ""
         if args[0] == "run" and "-d" not in args:
             return self.argument_check
+        if args[0] == "run" and self.run_refusal:
+            return self.run_refusal
         if args[0] == "run":
             name = args[args.index("--name") + 1]
             if name in self.containers:  # as docker answers a name in use
@@ -762,3 +766,22 @@ def test_the_fit_key_takes_rank_0s_card_unless_the_fields_name_one(tmp_path):
     other = engine(tmp_path, FakeDocker(fitting), read_gpus=lambda: [dict(c, memory_total_mib=49152) for c in CARDS],
                    fit_fields=fields)
     assert read.fit_key("img:tag") == given.fit_key("img:tag") != other.fit_key("img:tag")
+
+
+def test_a_docker_without_the_nvidia_hook_refusing_gpus_is_e_nvidia_runtime_not_e_start(tmp_path):
+    # dockerd with the nvidia runtime in daemon.json but no nvidia-container-runtime-hook on its PATH (moby's
+    # daemon/errors.go words): --gpus has no device driver.
+    docker = FakeDocker(fitting)
+    docker.run_refusal = (125, "", 'docker: Error response from daemon: could not select device driver "" with '
+                                   "capabilities: [[gpu]].")
+    with pytest.raises(ec.StartFailed) as failed:
+        engine(tmp_path, docker, context="65536", gpu_requests=True, gpus=[{"index": 0, "uuid": "GPU-0"},
+                                                                         {"index": 1, "uuid": "GPU-1"}]).run("started")
+    assert failed.value.code == "E_NVIDIA_RUNTIME"
+    assert 'could not select device driver "" with capabilities: [[gpu]]' in failed.value.message
+    assert "nvidia-container-runtime-hook" in failed.value.message
+    # Any other refusal stays docker's own E_START.
+    docker.run_refusal = (125, "", "docker: Error response from daemon: invalid mount config")
+    with pytest.raises(ec.StartFailed) as failed:
+        engine(tmp_path, docker, context="65536").run("started")
+    assert failed.value.code == "E_START"

@@ -202,6 +202,38 @@ def test_observe_a_silent_docker_daemon_is_e_docker():
     assert "Cannot connect to the Docker daemon" in host_problems("gpu1", seen, EXPECT)[0]["message"]
 
 
+def test_a_docker_that_is_podman_is_e_docker_naming_podman_not_a_missing_runtime():
+    podman = {"ok": False, "error": "docker is Podman 4.9.3 (the podman-docker package), not Docker Engine",
+              "engine": "podman", "runtimes": [], "root_dir": "/var/lib/docker", "groups": None,
+              "own_container_running": False}
+    problems = host_problems("gpu1", observed(docker=podman), EXPECT)
+    assert codes(problems) == ["E_DOCKER"]
+    assert "docker is Podman 4.9.3 (the podman-docker package), not Docker Engine" in problems[0]["message"]
+    assert "does not answer" not in problems[0]["message"]
+
+
+def test_the_nvidia_runtime_without_the_hook_docker_run_gpus_needs_is_e_nvidia_runtime():
+    # nvidia-container-toolkit-base (nvidia-ctk, the runtime) without nvidia-container-toolkit (the hook), or a
+    # daemon.json left behind by a removed toolkit: docker info lists nvidia, but docker run --gpus fails.
+    no_hook = observed(docker=dict(HEALTHY["docker"], gpu_hook=None))
+    problems = host_problems("gpu1", no_hook, EXPECT)
+    assert codes(problems) == ["E_NVIDIA_RUNTIME"]
+    assert "no nvidia-container-runtime-hook on its PATH" in problems[0]["message"]
+    assert host_problems("gpu1", observed(docker=dict(HEALTHY["docker"], gpu_hook="/usr/bin/nvidia-container-runtime-hook")),
+                         EXPECT) == []
+    assert host_problems("gpu1", HEALTHY, EXPECT) == []  # not looked at: not judged
+
+
+def test_the_hook_without_the_nvidia_runtime_serves_docker_run_gpus_and_passes():
+    # nvidia-container-toolkit installed, `nvidia-ctk runtime configure` never run: docker run --gpus works (dockerd
+    # injects the hook), which is all the engine's start asks.
+    hook_only = observed(docker=dict(HEALTHY["docker"], runtimes=["io.containerd.runc.v2", "runc"],
+                                     gpu_hook="/usr/bin/nvidia-container-runtime-hook"))
+    assert host_problems("gpu1", hook_only, EXPECT) == []
+    neither = observed(docker=dict(HEALTHY["docker"], runtimes=["runc"], gpu_hook=None))
+    assert codes(host_problems("gpu1", neither, EXPECT)) == ["E_NVIDIA_RUNTIME"]
+
+
 def test_observe_without_docker_asked_or_peer_read_judges_neither():
     seen = observe(RESOURCES, dict(HEALTHY["gpu_info"], peer={"skipped": True, "msg": "not asked"}))
     assert seen["docker"]["ok"] is False and seen["docker"]["groups"] is None

@@ -3,6 +3,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import socket
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import host_resources as res
@@ -188,6 +189,9 @@ class DockerAsked(object):
         self.down = down
         self.asked = 0
 
+    def get_bin_path(self, name, required=False):
+        return None  # no coreutils timeout: docker runs as it is
+
     def run_command(self, argv):
         self.asked += 1
         if argv[1] == "info" and self.asked <= self.down:
@@ -226,3 +230,123 @@ def test_the_user_is_the_effective_uids_not_the_logins_environment(monkeypatch):
     monkeypatch.setenv("LOGNAME", "deploy")
     assert res.effective_user(lambda: 0) == "root"
     assert res.effective_user(lambda: 4242424) == "4242424"  # no such account
+
+
+# `docker info --format '{{json .}}'` of podman-docker's `docker` (Podman 4.9): Podman's own info.
+PODMAN_INFO = ('{"host": {"arch": "amd64", "ociRuntime": {"name": "crun", "path": "/usr/bin/crun"}, '
+               '"remoteSocket": {"exists": false, "path": "/run/podman/podman.sock"}}, '
+               '"store": {"graphRoot": "/var/lib/containers/storage"}, "registries": {}, '
+               '"plugins": {"volume": ["local"]}, "version": {"APIVersion": "4.9.3", "Version": "4.9.3"}}')
+
+
+def test_a_docker_that_is_podman_is_named_not_taken_for_a_docker_daemon_without_runtimes():
+    answer = res.docker_info_answer(0, PODMAN_INFO, "Emulate Docker CLI using podman. Create /etc/containers/nodocker to quiet msg.")
+    assert answer["ok"] is False and answer["engine"] == "podman"
+    assert answer["error"] == "docker is Podman 4.9.3 (the podman-docker package), not Docker Engine"
+    assert answer["runtimes"] == [] and answer["root_dir"] == "/var/lib/docker"
+    # Docker Engine's answer has ServerVersion: never Podman, whatever else it holds.
+    docker = res.docker_info_answer(0, '{"ServerVersion": "28.0.1", "Runtimes": {"runc": {}}, "host": {}}', "")
+    assert docker["ok"] is True and "engine" not in docker
+
+
+def _executable(path, text="#!/bin/sh\nexit 0\n"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_dockerd_path_is_the_running_dockerds_own_else_systemds_default(tmp_path):
+    proc = tmp_path / "proc"
+    (proc / "17").mkdir(parents=True)
+    (proc / "17" / "comm").write_text("containerd\n")
+    (proc / "17" / "environ").write_bytes(b"PATH=/nowhere\0")
+    assert res.dockerd_path(str(proc)) == res.SYSTEMD_PATH
+    (proc / "42").mkdir()
+    (proc / "42" / "comm").write_text("dockerd\n")
+    (proc / "42" / "cmdline").write_bytes(b"/usr/bin/dockerd\0-H\0fd://\0")
+    (proc / "42" / "environ").write_bytes(b"LANG=C\0PATH=/opt/nvidia/bin:/usr/bin\0HOME=/root\0")
+    assert res.dockerd_path(str(proc)) == "/opt/nvidia/bin:/usr/bin"
+    assert res.dockerd_path(str(tmp_path / "absent")) == res.SYSTEMD_PATH
+
+
+def test_the_gpu_hook_is_looked_up_on_dockerds_path_cdi_hook_only_with_cdi_on(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    monkeypatch.setattr(res, "dockerd_path", lambda: str(bin_dir))
+    module = DockerAsked(down=0)
+    # Docker's --gpus needs nvidia-container-runtime-hook on dockerd's PATH; the nvidia runtime alone is not enough.
+    assert res.ask_docker(module, "/usr/bin/docker", None, "root")["gpu_hook"] is None
+    _executable(bin_dir / "nvidia-cdi-hook")
+    assert res.ask_docker(module, "/usr/bin/docker", None, "root")["gpu_hook"] is None  # CDI off: not used
+    hook = _executable(bin_dir / "nvidia-container-runtime-hook")
+    assert res.ask_docker(module, "/usr/bin/docker", None, "root")["gpu_hook"] == hook
+    (bin_dir / "nvidia-container-runtime-hook").unlink()
+
+    etc_cdi, run_cdi = tmp_path / "etc-cdi", tmp_path / "run-cdi"
+
+    class CdiOn(DockerAsked):
+        def run_command(self, argv):
+            return 0, json.dumps({"Runtimes": {"runc": {}}, "CDISpecDirs": [str(etc_cdi), str(run_cdi)]}), ""
+    # CDI on but no spec for NVIDIA's GPUs (nvidia-ctk cdi generate never ran): --gpus has nothing to give.
+    assert res.ask_docker(CdiOn(0), "/usr/bin/docker", None, "root")["gpu_hook"] is None
+    run_cdi.mkdir()
+    (run_cdi / "nvidia.yaml").write_text('cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: all\n')
+    assert res.ask_docker(CdiOn(0), "/usr/bin/docker", None, "root")["gpu_hook"] == str(bin_dir / "nvidia-cdi-hook")
+    # A daemon that does not answer is not looked at further.
+    assert "gpu_hook" not in res.ask_docker(DockerAsked(down=5), "/usr/bin/docker", None, "root")
+
+
+def test_running_dockerd_names_its_program_and_the_daemon_json_it_read(tmp_path):
+    proc = tmp_path / "proc"
+    (proc / "900").mkdir(parents=True)
+    (proc / "900" / "comm").write_text("dockerd\n")
+    # The snap's dockerd (docker snap 27.2): its wrapper passes the snap's own daemon.json.
+    (proc / "900" / "cmdline").write_bytes(b"/snap/docker/2963/bin/dockerd\0--group\0docker\0"
+                                           b"--exec-root=/run/snap.docker\0--data-root\0/var/snap/docker/common/var-lib-docker\0"
+                                           b"--pidfile=/run/snap.docker/docker.pid\0"
+                                           b"--config-file=/var/snap/docker/2963/config/daemon.json\0")
+    (proc / "900" / "exe").symlink_to("/snap/docker/2963/bin/dockerd")
+    seen = res.running_dockerd(str(proc))
+    assert seen["exe"] == "/snap/docker/2963/bin/dockerd" and seen["pid"] == 900
+    assert seen["config_file"] == "/var/snap/docker/2963/config/daemon.json"
+    assert seen["path"] == res.SYSTEMD_PATH  # its environment unreadable
+    # docker.service's dockerd: -H fd:// and no --config-file reads /etc/docker/daemon.json; a drop-in's flag wins.
+    (proc / "900" / "cmdline").write_bytes(b"/usr/bin/dockerd\0-H\0fd://\0--containerd=/run/containerd/containerd.sock\0")
+    assert res.running_dockerd(str(proc))["config_file"] == "/etc/docker/daemon.json"
+    (proc / "900" / "cmdline").write_bytes(b"/usr/bin/dockerd\0--config-file\0/srv/docker/daemon.json\0")
+    assert res.running_dockerd(str(proc))["config_file"] == "/srv/docker/daemon.json"
+    assert res.running_dockerd(str(tmp_path / "none")) is None
+
+
+def test_roots_dockerd_is_read_before_a_users_rootless_one(tmp_path):
+    proc = tmp_path / "proc"
+    for pid, uid, argv in ((300, 1000, b"dockerd\0--config-file=/home/u/.config/docker/daemon.json\0"),
+                           (700, 0, b"/usr/bin/dockerd\0-H\0fd://\0")):
+        folder = proc / str(pid)
+        folder.mkdir(parents=True)
+        (folder / "comm").write_text("dockerd\n")
+        (folder / "cmdline").write_bytes(argv)
+        (folder / "status").write_text("Name:\tdockerd\nUid:\t%d\t%d\t%d\t%d\n" % (uid, uid, uid, uid))
+    seen = res.running_dockerd(str(proc))
+    assert seen["pid"] == 700 and seen["config_file"] == "/etc/docker/daemon.json"
+    # A user's rootless dockerd alone is not root's Docker: none runs for root.
+    (proc / "700" / "comm").write_text("containerd\n")
+    assert res.running_dockerd(str(proc)) is None
+
+
+def test_a_docker_info_that_hangs_is_cut_off_and_named_not_waited_for_forever():
+    class Wedged(DockerAsked):
+        """A dockerd that never answers: coreutils' timeout ends `docker info` (exit 124)."""
+
+        def get_bin_path(self, name, required=False):
+            return "/usr/bin/timeout" if name == "timeout" else None
+
+        def run_command(self, argv):
+            self.argv = argv
+            return 124, "", ""
+    module = Wedged(down=0)
+    answer = res.ask_docker(module, "/usr/bin/docker", None, "root")
+    assert module.argv == ["/usr/bin/timeout", "--kill-after=5", "60", "/usr/bin/docker", "info", "--format", "{{json .}}"]
+    assert answer["ok"] is False
+    assert answer["error"] == ("docker info did not answer within 60 s: the Docker daemon hangs "
+                               "(systemctl status docker; journalctl -u docker)")

@@ -136,3 +136,33 @@ def test_a_bare_runtime_name_is_looked_up_where_dockerd_looks_not_on_the_modules
     (dockerd_path / "nvidia-container-runtime").symlink_to(found)
     assert docker_daemon_runtime.resolve_executable("nvidia-container-runtime") == str(found)
     assert docker_daemon_runtime.resolve_executable(str(found)) == str(found)
+
+
+def test_backup_keeps_the_file_as_it_was_only_when_it_changes(tmp_path, run):
+    path = tmp_path / "daemon.json"
+    path.write_text(OPERATOR)
+    os.chmod(str(path), 0o640)
+    first = run(path=str(path), backup=True)
+    assert first["changed"] and open(first["backup_file"]).read() == OPERATOR
+    assert stat.S_IMODE(os.stat(first["backup_file"]).st_mode) == 0o640
+    assert "backup_file" not in run(path=str(path), backup=True)  # nothing changed, nothing kept
+    assert "backup_file" not in run(path=str(tmp_path / "new.json"), backup=True)  # nothing was there
+    path.write_text(OPERATOR)
+    assert "backup_file" not in run(path=str(path), backup=True, _ansible_check_mode=True)
+
+
+def test_a_dockerd_reading_another_file_is_refused_naming_it_and_nothing_changes(tmp_path, run):
+    path = tmp_path / "daemon.json"
+    path.write_text(OPERATOR)
+    other = tmp_path / "custom" / "daemon.json"
+    result = run(path=str(path), dockerd_config_file=str(other), host="gpu7")
+    assert result["failed"] and path.read_text() == OPERATOR
+    assert result["msg"] == ("[E_DOCKER] gpu7: the running dockerd reads %s (its --config-file), not %s, so the nvidia runtime "
+                             "would never reach it; nothing was changed. Set nvidia_toolkit_daemon_json to %s and run again."
+                             % (other, path, other))
+    snap = run(path=str(path), dockerd_config_file="/var/snap/docker/2963/config/daemon.json", host="gpu7")
+    assert snap["failed"] and "(Docker here is the snap)" in snap["msg"] and "snap remove docker" in snap["msg"]
+    # The same file, through a symbolic link, is the file dockerd reads.
+    link = tmp_path / "link.json"
+    link.symlink_to(path)
+    assert run(path=str(link), dockerd_config_file=str(path))["changed"]
