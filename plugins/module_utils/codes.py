@@ -47,6 +47,7 @@ CODES = {
     "W_GATEWAY": ("warning", "Run site.yml --tags gateway so the gateway forwards to this box again."),
     "E_STOP": ("error", "Stop the container by hand (docker rm -f) and run again."),
     "W_STREAMS": ("warning", "Fewer streams came up than tensorfold_parallel asked; lower tensorfold_context or free memory."),
+    "W_OPEN_API": ("warning", "Set tensorfold_api_key (kept in a vault), or let a firewall admit only the gateway and the clients to tensorfold_port."),
     "W_RESTARTS": ("warning", "Docker restarted the engine container after its ranks ended; read rank0.log and rank1.log of logs/current."),
     "E_BUNDLE": ("error", "Build the bundle again where the Internet is (playbooks/bundle.yml resumes), or carry in the item named."),
     "E_BUNDLE_VERSION": ("error", "Install the collection the bundle carries (ansible-galaxy collection install --force"

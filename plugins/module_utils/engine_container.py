@@ -40,6 +40,8 @@ READER_MODULES = ("engine_container", "box_module", "codes", "context_fit", "eng
                   "nvidia_smi_command", "nvidia_smi")
 
 ACCEPTED = "neither a directory nor a Hugging Face repo id"
+# The engine's own warning at a start that listens beyond loopback with no API key.
+OPEN_API = "non-loopback server has no API key"
 STATE_RECORD = "engine.json"
 # In the state folder while the engine is stopped on purpose (state=stopped): heal.yml reads it and
 # leaves the box alone; the next start that serves removes it.
@@ -750,6 +752,9 @@ class EngineContainer(object):
             what = "%d streams came up at a %d-token window, %d were asked%s" % (
                 streams, seen_window, asked, " (auto: the recipe expects four)" if str(p["parallel"]).lower() == "auto" else "")
             self.warnings.append(record("W_STREAMS", self.host, what))
+        if OPEN_API in context_fit.latest_run(log):
+            self.warnings.append(record("W_OPEN_API", self.host, "the engine serves port %s beyond loopback with no API "
+                                        "key (its own warning in rank0.log): whoever reaches the port can use it" % p["port"]))
         if info is None:
             info = {"Config": {"Labels": {p["label"] + ".settings": self.fingerprint_started}}, "RestartCount": 0}
         restarts = info.get("RestartCount", 0)

@@ -785,3 +785,23 @@ def test_a_docker_without_the_nvidia_hook_refusing_gpus_is_e_nvidia_runtime_not_
     with pytest.raises(ec.StartFailed) as failed:
         engine(tmp_path, docker, context="65536").run("started")
     assert failed.value.code == "E_START"
+
+
+OPEN_WARNING = "warning: non-loopback server has no API key; requests are open"
+
+
+def test_an_engine_that_warns_it_serves_without_a_key_beyond_loopback_gives_w_open_api(tmp_path):
+    docker = FakeDocker(lambda window: (True, "%s\n%s" % (OPEN_WARNING, startup(4, window)), "rank 1: settings agreed"))
+    result = engine(tmp_path, docker, context="131072").run("started")
+    assert result["status"] == "running"
+    assert [w["code"] for w in result["warnings"]] == ["W_OPEN_API"]
+    assert "port 8020" in result["warnings"][0]["message"]
+
+
+def test_only_the_last_start_of_the_log_counts_for_w_open_api(tmp_path):
+    # The runner appends each start to rank0.log: an earlier open start, then one with a key.
+    earlier = "runner: glm53-zig starting rank 1 and rank 0\n%s\n%s" % (OPEN_WARNING, startup(4, 131072))
+    latest = "runner: glm53-zig starting rank 1 and rank 0\n%s" % startup(4, 131072)
+    docker = FakeDocker(lambda window: (True, earlier + "\n" + latest, "rank 1: settings agreed"))
+    result = engine(tmp_path, docker, context="131072").run("started")
+    assert result["status"] == "running" and result["warnings"] == []
