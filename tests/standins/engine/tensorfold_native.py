@@ -10,7 +10,8 @@ two-rank recipes built on it) so the product's runner script and container run u
   ``serve /nonexistent/argument-check`` ("neither a directory nor a Hugging Face repo id") and a
   missing kernel set (``TENSORFOLD_CUDA_KERNELS``);
 * two tensor-parallel ranks meeting over TCP on ``--master:--master-port`` (rank 0 listens, rank 1
-  retries every 200 ms, each waits up to 10 minutes: ``join_wait_s``), the SHA-256 settings-fingerprint
+  retries every 200 ms, each waits up to 10 minutes, ``join_wait_s``, or with ``join_wait: env``
+  ``TF_TP_TIMEOUT_S`` seconds, default 300: the contract names both), the SHA-256 settings-fingerprint
   exchange and its mismatch message, ``rank N: settings agreed, NCCL joined``; the control link
   closing makes the other rank log ``rank N: <reason>; exiting`` and exit 3 (exit 0 when no stream
   was open: rank 1 serves none, so it always exits 0 then); SIGTERM logs the stop line and exits 0;
@@ -88,8 +89,10 @@ DEFAULTS = {
     "warm_s": 0.0,
     "fail_rank": -1,               # a rank that kills itself once serving (-1: none)
     "fail_after_s": 2.0,
-    # How long each rank waits for the other to join: the contract's 10 minutes (tests shorten it).
-    # Not TF_TP_TIMEOUT_S, which the contract lists apart, with its own default of 300.
+    # How long each rank waits for the other to join. The contract names two readings: 10 minutes
+    # ("fixed": join_wait_s, which tests shorten) and TF_TP_TIMEOUT_S with its default of 300 s
+    # ("env"); join_wait chooses one, and the collection must work with either.
+    "join_wait": "fixed",
     "join_wait_s": 600.0,
     # How a numeric --parallel P that does not fit is met with shared KV pages on: "refuse" (the
     # contract: P streams must fit, pages on or off) or "admit" (serve as many as fit, fewer than
@@ -409,6 +412,19 @@ class LinkError(Exception):
     pass
 
 
+# TF_TP_TIMEOUT_S's default, as the contract names it (the join_wait "env" reading).
+TP_TIMEOUT_DEFAULT_S = 300.0
+
+
+def join_wait(config):
+    """Seconds each rank waits for the other to join, under the join_wait reading in force."""
+    if config["join_wait"] == "env":
+        return float(os.environ.get("TF_TP_TIMEOUT_S") or TP_TIMEOUT_DEFAULT_S)
+    if config["join_wait"] != "fixed":
+        raise ValueError("join_wait must be fixed or env, not %r" % config["join_wait"])
+    return float(config["join_wait_s"])
+
+
 # ---------------------------------------------------------------------------- HTTP API
 class State(object):
     def __init__(self, args, config, keys, streams, window):
@@ -717,7 +733,7 @@ def serve(args, config):
     signal.signal(signal.SIGINT, on_term)
 
     if args.tp == 2:
-        link = Link(args, float(config["join_wait_s"]))
+        link = Link(args, join_wait(config))
         link.connect()
         text = settings_text(args)
         if not link.exchange(text):

@@ -222,6 +222,30 @@ def test_open_non_loopback_server_warns(box):
     assert "warning: non-loopback server has no API key; requests are open" in read_log(box, 0)
 
 
+@pytest.mark.parametrize("reading,ends", [("env", True), ("fixed", False)])
+def test_the_join_wait_is_ten_minutes_or_tf_tp_timeout_s_by_the_switch(box, reading, ends):
+    # The contract names both: a 10-minute wait, and TF_TP_TIMEOUT_S (default 300 s).
+    env = dict(box["env"], TENSORFOLD_STANDIN_JOIN_WAIT=reading, TENSORFOLD_STANDIN_JOIN_WAIT_S="30",
+               TF_TP_TIMEOUT_S="1")
+    r0 = start_rank(box, 0, free_port(), ["--context", "65536", "--port", str(free_port())], env)
+    if ends:
+        assert r0.wait(10) == 3
+        assert "rank 0: rank 1 did not join within 1 s; exiting" in read_log(box, 0)
+    else:
+        time.sleep(2.5)
+        assert r0.poll() is None, read_log(box, 0)
+
+
+def test_tf_tp_timeout_s_defaults_to_300_s(monkeypatch):
+    import tensorfold_native  # pylint: disable=import-outside-toplevel
+    monkeypatch.delenv("TF_TP_TIMEOUT_S", raising=False)
+    config = dict(tensorfold_native.DEFAULTS)
+    assert tensorfold_native.join_wait(config) == 600
+    assert tensorfold_native.join_wait(dict(config, join_wait="env")) == 300
+    monkeypatch.setenv("TF_TP_TIMEOUT_S", "45")
+    assert tensorfold_native.join_wait(dict(config, join_wait="env")) == 45
+
+
 def test_settings_mismatch_stops_both_ranks(box):
     master = free_port()
     r1 = start_rank(box, 1, master, ["--context", "131072"])
