@@ -14,7 +14,9 @@ two-rank recipes built on it) so the product's runner script and container run u
   ``TF_TP_TIMEOUT_S`` seconds, default 300: the contract names both), the SHA-256 settings-fingerprint
   exchange and its mismatch message, ``rank N: settings agreed, NCCL joined``; the control link
   closing makes the other rank log ``rank N: <reason>; exiting`` and exit 3 (exit 0 when no stream
-  was open: rank 1 serves none, so it always exits 0 then); SIGTERM logs the stop line and exits 0;
+  was open; whether rank 1, which serves no HTTP, counts rank 0's streams as its own is the switch
+  ``rank1_streams``: ``none``, it always exits 0 then, or ``shared``, it exits 3 when one was open);
+  SIGTERM logs the stop line and exits 0;
 * the startup lines and the memory-fit refusals, word for word, from a memory model (per rank:
   GPU memory, weights by DENSE/HEAD packing, vision tower on rank 0, drafter, KV cost per token);
 * rank 0's HTTP API: /health (with live.connections), /v1/models, /v1/chat/completions (stream and
@@ -93,6 +95,11 @@ DEFAULTS = {
     # ("fixed": join_wait_s, which tests shorten) and TF_TP_TIMEOUT_S with its default of 300 s
     # ("env"); join_wait chooses one, and the collection must work with either.
     "join_wait": "fixed",
+    # Whether rank 1 counts the streams rank 0 serves as open when the control link closes: "none"
+    # (it serves none, so it exits 0) or "shared" (tensor-parallel, it computes every one of them,
+    # so it exits 3 when one was open). The contract says "exit 3 (exit 0 if no stream was open)"
+    # and no more: the collection must work with either.
+    "rank1_streams": "none",
     "join_wait_s": 600.0,
     # How a numeric --parallel P that does not fit is met with shared KV pages on: "refuse" (the
     # contract: P streams must fit, pages on or off) or "admit" (serve as many as fit, fewer than
@@ -339,6 +346,8 @@ class Link(object):
         self.timeout = timeout
         self.sock = None
         self.goodbye = False
+        self.peer_streams = 0  # the streams the other rank last said it had open ("open N")
+        self.sending = threading.Lock()
 
     def connect(self):
         addr = "%s:%d" % (self.args.master, self.args.master_port)
@@ -390,7 +399,8 @@ class Link(object):
 
     def send(self, word):
         try:
-            self.sock.sendall((word + "\n").encode())
+            with self.sending:  # request threads and the stop signal share the socket
+                self.sock.sendall((word + "\n").encode())
         except OSError:
             pass
 
@@ -400,6 +410,9 @@ class Link(object):
                 line = self._readline()
                 if line == "bye":
                     self.goodbye = True
+                    continue
+                if line.startswith("open "):
+                    self.peer_streams = int(line.split()[1])
                     continue
                 if not line:
                     on_close()
@@ -445,6 +458,13 @@ class State(object):
         self.queued = 0
         self.running = 0
         self.slots = threading.Semaphore(max(1, streams))
+        self.link = None  # the control link to rank 1 (two ranks)
+
+    def tell_rank_1(self):
+        """Tell rank 1 how many streams are open (called with the lock held): the ``shared``
+        reading of rank1_streams needs it when the link closes."""
+        if self.link is not None:
+            self.link.send("open %d" % self.connections)
 
 
 class Pacer(object):
@@ -623,6 +643,7 @@ def make_handler(state):
             words = fixed_length(reply_words(messages, max_tokens), body, max_tokens)
             with state.lock:
                 state.connections += 1
+                state.tell_rank_1()
                 state.requests += 1
                 ident = state.requests
                 state.queued += 1
@@ -645,6 +666,7 @@ def make_handler(state):
                 with state.lock:
                     state.running -= 1
                     state.connections -= 1
+                    state.tell_rank_1()
                     state.tokens += len(words)
                 log_request(state, "end", ident)
             return None
@@ -742,6 +764,7 @@ def serve(args, config):
         log("rank %d: settings agreed, NCCL joined" % rank)
     window, streams, per_stream, left, model, reserve = plan_memory(args, config, rank)
     state = State(args, config, keys, streams, window)
+    state.link = link
 
     def other_left():
         if stopping["now"]:
@@ -750,6 +773,8 @@ def serve(args, config):
         log("rank %d: %s; exiting" % (rank, reason))
         with state.lock:
             open_streams = state.connections
+            if rank == 1 and config["rank1_streams"] == "shared":
+                open_streams = link.peer_streams
         # The contract: exit 3, or 0 when no stream was open.
         os._exit(0 if open_streams == 0 else 3)
 

@@ -275,6 +275,32 @@ def test_rank_1_killed_with_a_stream_open_makes_rank_0_exit_3(box):
     assert r0.wait(10) == 3
 
 
+@pytest.mark.parametrize("reading,status", [("none", 0), ("shared", 3)])
+def test_rank_0_killed_with_a_stream_open_makes_rank_1_exit_by_the_switch(box, reading, status):
+    # The contract: exit 3, or 0 if no stream was open. Whether rank 1 (no HTTP, but a share of
+    # every stream's work) counts rank 0's streams is not said: the switch gives both.
+    env = dict(box["env"], TENSORFOLD_STANDIN_TOKENS_PER_S="2", TENSORFOLD_STANDIN_RANK1_STREAMS=reading)
+    r0, r1, base, unused_master = start_pair(box, ["--context", "65536"], ["--context", "65536"], env=env)
+    import threading
+    threading.Thread(target=http, args=(base + "/v1/chat/completions",
+                                        {"model": "GLM-5.3-Flash", "max_tokens": 50, "stream": True,
+                                         "messages": [{"role": "user", "content": "hi"}]}), daemon=True).start()
+    assert wait_for(lambda: '"connections":1' in http(base + "/health")[2])
+    time.sleep(0.2)
+    r0.send_signal(signal.SIGKILL)
+    assert r1.wait(10) == status
+    assert "rank 1: rank 0 closed the control link; exiting" in read_log(box, 1)
+
+
+def test_rank_0_killed_with_no_stream_open_makes_rank_1_exit_0_either_way(box):
+    env = dict(box["env"], TENSORFOLD_STANDIN_RANK1_STREAMS="shared")
+    r0, r1, base, unused_master = start_pair(box, ["--context", "65536"], ["--context", "65536"], env=env)
+    assert json.loads(http(base + "/v1/chat/completions", {"max_tokens": 2, "messages": [
+        {"role": "user", "content": "hi"}]})[2])["choices"]
+    r0.send_signal(signal.SIGKILL)
+    assert r1.wait(10) == 0
+
+
 def test_fault_injection_kills_rank_1_after_start(box):
     env = dict(box["env"], TENSORFOLD_STANDIN_FAIL_RANK="1", TENSORFOLD_STANDIN_FAIL_AFTER_S="0.5")
     r0, r1, base, unused_master = start_pair(box, ["--context", "65536"], ["--context", "65536"], env=env)
