@@ -43,6 +43,8 @@ ACCEPTED = "neither a directory nor a Hugging Face repo id"
 # The engine's own warning at a start that listens beyond loopback with no API key.
 OPEN_API = "non-loopback server has no API key"
 STATE_RECORD = "engine.json"
+# The label (after rank_container_label) of the throw-away container of the engine's argument check.
+ARGUMENT_CHECK_LABEL = ".argument-check"
 # In the state folder while the engine is stopped on purpose (state=stopped): heal.yml reads it and
 # leaves the box alone; the next start that serves removes it.
 STOPPED_MARK = "stopped"
@@ -455,13 +457,13 @@ class EngineContainer(object):
             out.write(runner_text)
         os.chmod(os.path.join(folder, "runner.sh"), 0o755)
         name = self.p["name"] + "-argument-check"
-        self.docker.remove(name)
+        self.remove_check_container(name)
         check_key = os.path.join(folder, "api-key")
         if self.p["api_key"]:
             write_private(check_key, engine_args.api_key_file_text(self.p["api_key"]))
         try:
             rc, out, err = self.docker("run", "--name", name, "--network", "none",
-                                       "--label", self.p["label"] + ".argument-check=true",
+                                       "--label", self.p["label"] + ARGUMENT_CHECK_LABEL + "=true",
                                        *(self.mounts(folder, argument_check=True)
                                          + [image, "/bin/bash", engine_args.LOG_MOUNT + "/runner.sh", "--argument-check"]))
         finally:
@@ -484,6 +486,22 @@ class EngineContainer(object):
         self.fail("E_START", "docker could not run the argument check (exit %s): %s" % (rc, said),
                   "Fix what docker names (the image, a mount under %s, the Docker daemon); nothing running was touched."
                   % self.state_dir)
+
+    def remove_check_container(self, name):
+        """Remove a throw-away argument check container an earlier start left behind (a killed
+        run): only one carrying our argument check label. A container of that name without it is
+        someone else's: it is left alone and the start fails before anything is touched (docker
+        would refuse the name, and the check's own removal afterwards would take that container)."""
+        found = self.docker.inspect(name)
+        if found is None:
+            return
+        labels = (found.get("Config") or {}).get("Labels") or {}
+        if labels.get(self.p["label"] + ARGUMENT_CHECK_LABEL) != "true":
+            self.fail("E_START", "a container named %s exists without the label %s%s; it is left alone"
+                      % (name, self.p["label"], ARGUMENT_CHECK_LABEL),
+                      "Remove or rename that container (the engine's argument check runs under that name); "
+                      "nothing running was touched.")
+        self.docker.remove(name)
 
     def docker_run(self, image, window, run_dir, fingerprint):
         p = self.p

@@ -27,7 +27,7 @@ from http.client import IncompleteRead
 from ansible_collections.glm53.tensorfold.plugins.module_utils import box_module
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import record
 from ansible_collections.glm53.tensorfold.plugins.module_utils.files import write_if_changed
-from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok, health_ready, warming
+from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok, health_ready, says_warming, warming
 from ansible_collections.glm53.tensorfold.plugins.module_utils.net import http_request
 from ansible_collections.glm53.tensorfold.plugins.module_utils.smoke_png import png_data_url
 
@@ -135,12 +135,20 @@ def verdict(results, host, endpoint, served_name, vision=False, api_key_set=Fals
     chat = results.get("chat")
     reply = chat_reply(chat)
     if timed_out(chat):
-        # /health's "warming" (no keys configured) says a first slow answer may be warm-up, not a wedge.
-        still_warming = warming(health_body)
+        # /health's "warming" (no keys configured) says a first slow answer may be warm-up, not a wedge;
+        # with keys /health answers only its status and cannot say either way.
+        if warming(health_body):
+            why = (" (its /health also said it was still warming up: raise smoke_test_timeout if a first request "
+                   "after a start may take that long)")
+        elif api_key_set and says_warming(health_body) is None:
+            why = (" (with API keys /health answers only its status and cannot say whether the engine still warms "
+                   "up: after a start that the rank_container role did not wait for, such as Docker's own restart, "
+                   "raise smoke_test_timeout if a first request may take that long)")
+        else:
+            why = ""
         check("chat", False, chat, "E_WEDGED",
               "%s/health answers ok but the chat request got no reply before its timeout: the engine is wedged%s"
-              % (endpoint, " (its /health also said it was still warming up: raise smoke_test_timeout if a "
-                           "first request after a start may take that long)" if still_warming else ""))
+              % (endpoint, why))
     else:
         check("chat", _status(chat) == 200 and reply.strip() != "", chat, "E_SMOKE",
               "the chat request got no reply text")

@@ -212,6 +212,31 @@ def test_a_dying_rank_ends_the_runner_with_a_failure_status(tmp_path, dying, lat
     assert "runner: rank %d exited" % (1 - dying) not in logs[0] + logs[1]
 
 
+@pytest.mark.parametrize("late_wait", [False, True], ids=["runner-waiting", "runner-late"])
+@pytest.mark.parametrize("reading,follower", [("none", 0), ("shared", 3)])
+def test_rank_0_dying_mid_stream_is_named_whichever_status_rank_1_exits_with(tmp_path, late_wait, reading, follower):
+    # Rank 1 exits 3 or 0 for the closed link when a stream was open (the stand-in's rank1_streams):
+    # the container ends with rank 0's 137 either way, and the runner names rank 0.
+    box = Box(tmp_path, 93.8, {"TENSORFOLD_STANDIN_FAIL_RANK": "0", "TENSORFOLD_STANDIN_FAIL_AFTER_S": "2",
+                               "TENSORFOLD_STANDIN_TOKENS_PER_S": "2", "TENSORFOLD_STANDIN_RANK1_STREAMS": reading})
+    s = settings()
+    status, logs, proc, folder = box.start(s, 65536, late_wait=late_wait)
+    assert status is None, logs
+    request = urllib.request.Request("http://127.0.0.1:%d/v1/chat/completions" % s["tensorfold_port"], method="POST",
+                                     data=b'{"max_tokens": 50, "messages": [{"role": "user", "content": "hi"}]}',
+                                     headers={"Content-Type": "application/json"})
+    client = threading.Thread(target=lambda: pytest.raises(Exception, urllib.request.urlopen, request, timeout=30),
+                              daemon=True)
+    client.start()
+    assert proc.wait(30) == 137
+    logs = box.logs(folder)
+    assert "rank 1: rank 0 closed the control link; exiting" in logs[1]
+    assert "runner: rank 0 exited with status 137" in logs[0], logs
+    if late_wait:  # both have ended when the runner looks: it says with which status rank 1 went
+        assert "rank 1 has ended too (status %d)" % follower in logs[0], logs
+    assert "runner: rank 1 exited" not in logs[0] + logs[1]
+
+
 # Engines whose ranks end in orders the stand-in cannot time. "late end": the failing rank's end
 # reaches the runner after the other rank's exit for the closed control link (a dying process's
 # socket closes before its end is reported; on a busy host the gap shows). "hung other": rank 1

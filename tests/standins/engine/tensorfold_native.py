@@ -10,10 +10,13 @@ two-rank recipes built on it) so the product's runner script and container run u
   ``serve /nonexistent/argument-check`` ("neither a directory nor a Hugging Face repo id") and a
   missing kernel set (``TENSORFOLD_CUDA_KERNELS``);
 * two tensor-parallel ranks meeting over TCP on ``--master:--master-port`` (rank 0 listens, rank 1
-  retries every 200 ms, each waits up to 10 minutes: ``join_wait_s``), the SHA-256 settings-fingerprint
+  retries every 200 ms, each waits up to 10 minutes, ``join_wait_s``, or with ``join_wait: env``
+  ``TF_TP_TIMEOUT_S`` seconds, default 300: the contract names both), the SHA-256 settings-fingerprint
   exchange and its mismatch message, ``rank N: settings agreed, NCCL joined``; the control link
   closing makes the other rank log ``rank N: <reason>; exiting`` and exit 3 (exit 0 when no stream
-  was open: rank 1 serves none, so it always exits 0 then); SIGTERM logs the stop line and exits 0;
+  was open; whether rank 1, which serves no HTTP, counts rank 0's streams as its own is the switch
+  ``rank1_streams``: ``none``, it always exits 0 then, or ``shared``, it exits 3 when one was open);
+  SIGTERM logs the stop line and exits 0;
 * the startup lines and the memory-fit refusals, word for word, from a memory model (per rank:
   GPU memory, weights by DENSE/HEAD packing, vision tower on rank 0, drafter, KV cost per token);
 * rank 0's HTTP API: /health (with live.connections), /v1/models, /v1/chat/completions (stream and
@@ -88,8 +91,15 @@ DEFAULTS = {
     "warm_s": 0.0,
     "fail_rank": -1,               # a rank that kills itself once serving (-1: none)
     "fail_after_s": 2.0,
-    # How long each rank waits for the other to join: the contract's 10 minutes (tests shorten it).
-    # Not TF_TP_TIMEOUT_S, which the contract lists apart, with its own default of 300.
+    # How long each rank waits for the other to join. The contract names two readings: 10 minutes
+    # ("fixed": join_wait_s, which tests shorten) and TF_TP_TIMEOUT_S with its default of 300 s
+    # ("env"); join_wait chooses one, and the collection must work with either.
+    "join_wait": "fixed",
+    # Whether rank 1 counts the streams rank 0 serves as open when the control link closes: "none"
+    # (it serves none, so it exits 0) or "shared" (tensor-parallel, it computes every one of them,
+    # so it exits 3 when one was open). The contract says "exit 3 (exit 0 if no stream was open)"
+    # and no more: the collection must work with either.
+    "rank1_streams": "none",
     "join_wait_s": 600.0,
     # How a numeric --parallel P that does not fit is met with shared KV pages on: "refuse" (the
     # contract: P streams must fit, pages on or off) or "admit" (serve as many as fit, fewer than
@@ -336,6 +346,8 @@ class Link(object):
         self.timeout = timeout
         self.sock = None
         self.goodbye = False
+        self.peer_streams = 0  # the streams the other rank last said it had open ("open N")
+        self.sending = threading.Lock()
 
     def connect(self):
         addr = "%s:%d" % (self.args.master, self.args.master_port)
@@ -387,7 +399,8 @@ class Link(object):
 
     def send(self, word):
         try:
-            self.sock.sendall((word + "\n").encode())
+            with self.sending:  # request threads and the stop signal share the socket
+                self.sock.sendall((word + "\n").encode())
         except OSError:
             pass
 
@@ -398,6 +411,9 @@ class Link(object):
                 if line == "bye":
                     self.goodbye = True
                     continue
+                if line.startswith("open "):
+                    self.peer_streams = int(line.split()[1])
+                    continue
                 if not line:
                     on_close()
                     return
@@ -407,6 +423,19 @@ class Link(object):
 
 class LinkError(Exception):
     pass
+
+
+# TF_TP_TIMEOUT_S's default, as the contract names it (the join_wait "env" reading).
+TP_TIMEOUT_DEFAULT_S = 300.0
+
+
+def join_wait(config):
+    """Seconds each rank waits for the other to join, under the join_wait reading in force."""
+    if config["join_wait"] == "env":
+        return float(os.environ.get("TF_TP_TIMEOUT_S") or TP_TIMEOUT_DEFAULT_S)
+    if config["join_wait"] != "fixed":
+        raise ValueError("join_wait must be fixed or env, not %r" % config["join_wait"])
+    return float(config["join_wait_s"])
 
 
 # ---------------------------------------------------------------------------- HTTP API
@@ -429,6 +458,13 @@ class State(object):
         self.queued = 0
         self.running = 0
         self.slots = threading.Semaphore(max(1, streams))
+        self.link = None  # the control link to rank 1 (two ranks)
+
+    def tell_rank_1(self):
+        """Tell rank 1 how many streams are open (called with the lock held): the ``shared``
+        reading of rank1_streams needs it when the link closes."""
+        if self.link is not None:
+            self.link.send("open %d" % self.connections)
 
 
 class Pacer(object):
@@ -607,6 +643,7 @@ def make_handler(state):
             words = fixed_length(reply_words(messages, max_tokens), body, max_tokens)
             with state.lock:
                 state.connections += 1
+                state.tell_rank_1()
                 state.requests += 1
                 ident = state.requests
                 state.queued += 1
@@ -629,6 +666,7 @@ def make_handler(state):
                 with state.lock:
                     state.running -= 1
                     state.connections -= 1
+                    state.tell_rank_1()
                     state.tokens += len(words)
                 log_request(state, "end", ident)
             return None
@@ -717,7 +755,7 @@ def serve(args, config):
     signal.signal(signal.SIGINT, on_term)
 
     if args.tp == 2:
-        link = Link(args, float(config["join_wait_s"]))
+        link = Link(args, join_wait(config))
         link.connect()
         text = settings_text(args)
         if not link.exchange(text):
@@ -726,6 +764,7 @@ def serve(args, config):
         log("rank %d: settings agreed, NCCL joined" % rank)
     window, streams, per_stream, left, model, reserve = plan_memory(args, config, rank)
     state = State(args, config, keys, streams, window)
+    state.link = link
 
     def other_left():
         if stopping["now"]:
@@ -734,6 +773,8 @@ def serve(args, config):
         log("rank %d: %s; exiting" % (rank, reason))
         with state.lock:
             open_streams = state.connections
+            if rank == 1 and config["rank1_streams"] == "shared":
+                open_streams = link.peer_streams
         # The contract: exit 3, or 0 when no stream was open.
         os._exit(0 if open_streams == 0 else 3)
 

@@ -222,6 +222,30 @@ def test_open_non_loopback_server_warns(box):
     assert "warning: non-loopback server has no API key; requests are open" in read_log(box, 0)
 
 
+@pytest.mark.parametrize("reading,ends", [("env", True), ("fixed", False)])
+def test_the_join_wait_is_ten_minutes_or_tf_tp_timeout_s_by_the_switch(box, reading, ends):
+    # The contract names both: a 10-minute wait, and TF_TP_TIMEOUT_S (default 300 s).
+    env = dict(box["env"], TENSORFOLD_STANDIN_JOIN_WAIT=reading, TENSORFOLD_STANDIN_JOIN_WAIT_S="30",
+               TF_TP_TIMEOUT_S="1")
+    r0 = start_rank(box, 0, free_port(), ["--context", "65536", "--port", str(free_port())], env)
+    if ends:
+        assert r0.wait(10) == 3
+        assert "rank 0: rank 1 did not join within 1 s; exiting" in read_log(box, 0)
+    else:
+        time.sleep(2.5)
+        assert r0.poll() is None, read_log(box, 0)
+
+
+def test_tf_tp_timeout_s_defaults_to_300_s(monkeypatch):
+    import tensorfold_native  # pylint: disable=import-outside-toplevel
+    monkeypatch.delenv("TF_TP_TIMEOUT_S", raising=False)
+    config = dict(tensorfold_native.DEFAULTS)
+    assert tensorfold_native.join_wait(config) == 600
+    assert tensorfold_native.join_wait(dict(config, join_wait="env")) == 300
+    monkeypatch.setenv("TF_TP_TIMEOUT_S", "45")
+    assert tensorfold_native.join_wait(dict(config, join_wait="env")) == 45
+
+
 def test_settings_mismatch_stops_both_ranks(box):
     master = free_port()
     r1 = start_rank(box, 1, master, ["--context", "131072"])
@@ -249,6 +273,32 @@ def test_rank_1_killed_with_a_stream_open_makes_rank_0_exit_3(box):
     assert wait_for(lambda: '"connections":1' in http(base + "/health")[2])
     r1.send_signal(signal.SIGKILL)
     assert r0.wait(10) == 3
+
+
+@pytest.mark.parametrize("reading,status", [("none", 0), ("shared", 3)])
+def test_rank_0_killed_with_a_stream_open_makes_rank_1_exit_by_the_switch(box, reading, status):
+    # The contract: exit 3, or 0 if no stream was open. Whether rank 1 (no HTTP, but a share of
+    # every stream's work) counts rank 0's streams is not said: the switch gives both.
+    env = dict(box["env"], TENSORFOLD_STANDIN_TOKENS_PER_S="2", TENSORFOLD_STANDIN_RANK1_STREAMS=reading)
+    r0, r1, base, unused_master = start_pair(box, ["--context", "65536"], ["--context", "65536"], env=env)
+    import threading
+    threading.Thread(target=http, args=(base + "/v1/chat/completions",
+                                        {"model": "GLM-5.3-Flash", "max_tokens": 50, "stream": True,
+                                         "messages": [{"role": "user", "content": "hi"}]}), daemon=True).start()
+    assert wait_for(lambda: '"connections":1' in http(base + "/health")[2])
+    time.sleep(0.2)
+    r0.send_signal(signal.SIGKILL)
+    assert r1.wait(10) == status
+    assert "rank 1: rank 0 closed the control link; exiting" in read_log(box, 1)
+
+
+def test_rank_0_killed_with_no_stream_open_makes_rank_1_exit_0_either_way(box):
+    env = dict(box["env"], TENSORFOLD_STANDIN_RANK1_STREAMS="shared")
+    r0, r1, base, unused_master = start_pair(box, ["--context", "65536"], ["--context", "65536"], env=env)
+    assert json.loads(http(base + "/v1/chat/completions", {"max_tokens": 2, "messages": [
+        {"role": "user", "content": "hi"}]})[2])["choices"]
+    r0.send_signal(signal.SIGKILL)
+    assert r1.wait(10) == 0
 
 
 def test_fault_injection_kills_rank_1_after_start(box):

@@ -231,6 +231,33 @@ def test_the_argument_check_accepts_exit_1_naming_the_missing_model(tmp_path):
     assert engine(tmp_path, docker, context="65536").run("started")["status"] == "running"
 
 
+def leftover(labels):
+    return {"Config": {"Labels": labels, "Image": "other:1"}, "State": {"Running": False, "Status": "exited"},
+            "HostConfig": {}, "RestartCount": 0}
+
+
+def test_a_container_of_the_argument_checks_name_that_is_not_ours_is_left_alone(tmp_path):
+    # Only ever this recipe's containers: a foreign one named like the check's is neither removed
+    # before the check nor after docker refuses the name; the start fails before touching anything.
+    docker = FakeDocker(fitting)
+    docker.containers["glm53-zig-argument-check"] = leftover({"com.example.app": "mine"})
+    with pytest.raises(ec.StartFailed) as failed:
+        engine(tmp_path, docker, context="65536").run("started")
+    assert failed.value.code == "E_START"
+    assert ("a container named glm53-zig-argument-check exists without the label "
+            "glm53.tensorfold.rank_container.argument-check; it is left alone") in failed.value.message
+    assert "glm53-zig-argument-check" in docker.containers
+    assert not [c for c in docker.calls if c[1] in ("rm", "run")]
+    assert not (tmp_path / ".state" / "argument-check" / "api-key").exists()
+
+
+def test_an_argument_check_container_a_killed_start_left_is_removed(tmp_path):
+    docker = FakeDocker(fitting)
+    docker.containers["glm53-zig-argument-check"] = leftover({"glm53.tensorfold.rank_container.argument-check": "true"})
+    assert engine(tmp_path, docker, context="65536").run("started")["status"] == "running"
+    assert "glm53-zig-argument-check" not in docker.containers and len(argument_checks(docker)) == 1
+
+
 def test_the_wait_asks_health_four_times_a_second_and_docker_once_a_second(tmp_path):
     docker = FakeDocker(fitting)
     box = engine(tmp_path, docker, context="65536")

@@ -43,3 +43,17 @@ def test_a_wedge_while_health_says_warming_names_the_warm_up():
     [problem] = verdict({"health": HEALTH, "models": MODELS, "chat": TIMED_OUT}, "gpu-box-02", URL,
                         "GLM-5.3-Flash")["problems"]
     assert "warming" not in problem["message"]
+
+
+def test_a_wedge_with_api_keys_says_health_cannot_tell_a_warm_up():
+    # With keys the contract's /health is only {"status":"ok"}: the verdict cannot tell a warm-up
+    # (Docker's own restart of the container, which no start waited for) from a wedge, and says so.
+    answers = {"health": HEALTH, "models": MODELS, "chat": TIMED_OUT,
+               "without_key": {"status": 401}, "with_key": {"status": 200}}
+    [problem] = verdict(answers, "gpu-box-02", URL, "GLM-5.3-Flash", api_key_set=True)["problems"]
+    assert problem["code"] == "E_WEDGED"
+    assert "with API keys /health answers only its status and cannot say whether the engine still warms up" \
+        in problem["message"] and "raise smoke_test_timeout" in problem["message"]
+    keyless = dict(answers, health={"status": 200, "json": {"status": "ok", "warming": False}})
+    [problem] = verdict(keyless, "gpu-box-02", URL, "GLM-5.3-Flash", api_key_set=True)["problems"]
+    assert "warm" not in problem["message"]
