@@ -24,6 +24,7 @@ HUB = "https://huggingface.co"
 MSG_TOKEN_401 = "the Hub does not accept this token"
 MSG_TOKEN_403 = ("the token's account has not agreed to the repository's terms: "
                  "open its page, accept, retry")
+MSG_TOKEN_REFUSED = "the Hub refuses this token access to the repository"
 MSG_TOKEN_HEADER = "the token contains characters not allowed in an HTTP header"
 
 # A file answered with one of these is asked again in the same run, after a pause: the Hub's rate
@@ -234,18 +235,27 @@ def progress_line(done, total, elapsed):
 
 
 def classify_http_error(status, error_code, error_message, repo_id, revision, token_given, path=None,
-                        endpoint=HUB):
+                        endpoint=HUB, elsewhere=None):
     """Map a Hub reply to ``(code, what)``: the recipe's code and the operator's sentence.
 
     The Hub answers 401 both for a token it rejects ("Invalid credentials in Authorization
     header") and for a gated file asked without a token (X-Error-Code GatedRepo); 403 with
-    GatedRepo means a valid token whose account has not accepted the terms. Any other 403 (a signed
-    CDN link that expired, a token without read access) is a plain refusal. A 401 or 404 with
+    GatedRepo means a valid token whose account has not accepted the terms, 403 with another
+    X-Error-Message a token the Hub refuses for this repository (a fine-grained token without read
+    access to it or to public gated repositories), "Access to this resource is disabled." a
+    disabled repository. A 403 without the Hub's message is a plain refusal. A 401 or 404 with
     RepoNotFound is an unknown (or private) repository, RevisionNotFound an unknown revision,
     EntryNotFound a file the revision does not have (``path``, when known): no rerun brings it.
+
+    ``elsewhere``: the host that answered when it is not the endpoint (the CDN or storage a
+    ``/resolve/`` redirected to, with a signed link). Its refusals say nothing of the token or the
+    repository (an expired signature is a 403 with an XML body); a fresh link may pass.
     """
     error_code = error_code or ""
     error_message = error_message or ""
+    if elsewhere and status not in BUSY_STATUSES and status != 416:
+        return "E_DOWNLOAD", ("%s: the download link of %s on %s answered HTTP %s; the Hub was asked for fresh "
+                              "links in this run; rerun to resume" % (repo_id, path or "a file", elsewhere, status))
     if error_code == "RevisionNotFound":
         return "E_SETTINGS", "%s has no revision %s on the Hub" % (repo_id, revision)
     if error_code == "RepoNotFound" or (status == 404 and error_code != "EntryNotFound" and not error_code):
@@ -262,6 +272,12 @@ def classify_http_error(status, error_code, error_message, repo_id, revision, to
         return "E_HF_TOKEN", what
     if status == 403 and error_code == "GatedRepo":
         return "E_HF_TOKEN", "%s: %s (%s/%s)" % (repo_id, MSG_TOKEN_403, endpoint.rstrip("/"), repo_id)
+    if status == 403 and error_message == "Access to this resource is disabled.":
+        return "E_SETTINGS", "%s: the Hub has disabled this repository (HTTP 403: %s)" % (repo_id, error_message)
+    if status == 403 and error_message:
+        return "E_HF_TOKEN", ("%s: %s (HTTP 403: %s); give the token read access to it (a fine-grained token "
+                              "needs read access to this repository or to public gated repositories)"
+                              % (repo_id, MSG_TOKEN_REFUSED, error_message))
     if status == 403:
         detail = (": %s" % error_message) if error_message else ""
         advice = ("a rerun asks for a fresh download link, and if it is refused again check that the token may "

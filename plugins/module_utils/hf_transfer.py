@@ -275,6 +275,23 @@ def plain_http(url, use_proxy=True):
     return not (("http" in proxies or "all" in proxies) and not proxy_bypass(parts.hostname))
 
 
+def other_host(endpoint, url):
+    """The host (with its port when not the scheme's) that ``url`` names when its origin is not the
+    endpoint's, else None. Only scheme, host and port: a signed link's query never shows."""
+    if not url:
+        return None
+    ports = {"http": 80, "https": 443}
+    there, ours = urlsplit(str(url)), urlsplit(endpoint)
+    try:
+        origins = [(p.scheme, (p.hostname or "").lower(), p.port or ports.get(p.scheme)) for p in (there, ours)]
+    except ValueError:  # a port that is no number
+        return there.hostname or "another host"
+    if origins[0] == origins[1]:
+        return None
+    scheme, host, port = origins[0]
+    return host if port == ports.get(scheme) else "%s:%s" % (host, port)
+
+
 def deflate_decoder(first):
     """deflate is zlib-wrapped by the RFC but raw from some servers: the first two bytes tell."""
     wrapped = len(first) == 2 and first[0] & 0x0f == 8 and ((first[0] << 8) | first[1]) % 31 == 0
@@ -495,17 +512,22 @@ class Snapshot:
             return SnapshotError("E_HF_TOKEN", "%s: %s" % (self.repo_id, hf_plan.MSG_TOKEN_HEADER))
         response = getattr(exc, "response", None)
         if response is not None:
-            return self._http_error(response.status_code, response.headers, path)
+            return self._http_error(response.status_code, response.headers, path, getattr(response, "url", None))
         err = SnapshotError("E_DOWNLOAD", "%s: download failed: %s; rerun to resume" % (
             self.repo_id, exc.__class__.__name__))
         err.transient = True
         return err
 
-    def _http_error(self, status, headers, path=None):
+    def _http_error(self, status, headers, path=None, url=None):
+        """``url``: the request that got this answer (after redirects), to tell the Hub's own
+        answers from those of the CDN it redirected to."""
+        elsewhere = other_host(self.endpoint, url)
         code, what = hf_plan.classify_http_error(
             status, headers.get("X-Error-Code"), headers.get("X-Error-Message"), self.repo_id, self.revision,
-            bool(self.token), path=path, endpoint=self.endpoint)
+            bool(self.token), path=path, endpoint=self.endpoint, elsewhere=elsewhere)
         err = SnapshotError(code, what)
+        if elsewhere and code == "E_DOWNLOAD" and status not in hf_plan.BUSY_STATUSES:
+            err.transient = True  # the next attempt asks the Hub again: a fresh signed link
         if status in hf_plan.BUSY_STATUSES:
             err.busy = True
             err.retry_after = hf_plan.retry_after_seconds(headers.get("Retry-After"), time.time())
@@ -871,7 +893,7 @@ class Snapshot:
                     raise self._other_bytes(commit, spec, "has %s bytes" % served if served is not None
                                             else "refuses a resume at byte %d" % offset)
                 if status >= 400:
-                    raise self._http_error(status, resp.headers, spec["path"])
+                    raise self._http_error(status, resp.headers, spec["path"], getattr(resp, "url", None))
                 if offset and status == 200:
                     # The server ignored the Range: start this file over from its first byte.
                     writer.close()

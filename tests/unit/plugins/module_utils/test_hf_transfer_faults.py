@@ -75,14 +75,20 @@ class Origin:
         self.content_range = True  # False: 206 and 416 answers name no size
         self.seen = []
         self.lock = threading.Lock()
+        # The Hub's resolve answers 302 to its CDN (another origin, as cas-bridge.xethub.hf.co or an
+        # S3 signed link are), which serves the bytes after the ``script``; ``redirects`` counts them.
+        self.cdn = False
+        self.redirects = 0
 
-    def answer(self, path, headers):
+    def answer(self, path, headers, host="hub"):
         with self.lock:
-            self.seen.append({"path": path, "range": headers.get("Range"), "auth": headers.get("Authorization")})
+            self.seen.append({"path": path, "range": headers.get("Range"), "auth": headers.get("Authorization"),
+                              "host": host})
             step = self.script.pop(0) if self.script else self.always
         if isinstance(step, tuple):
             status, extra = step[0], step[1]
-            return status, dict(extra, **{"Content-Type": "application/json"}), json.dumps({"error": "x"}).encode()
+            body = step[2] if len(step) > 2 else json.dumps({"error": "x"}).encode()
+            return status, dict({"Content-Type": "application/json"}, **extra), body
         body = self.files[path]
         start = 0
         if headers.get("Range") and not self.ignore_range:
@@ -105,9 +111,23 @@ class PlainServer(BaseHTTPRequestHandler):
     def log_message(self, *args):
         return
 
+    cdn_port = None  # the CDN's server (same handler, another port: another origin)
+
     def do_GET(self):
-        path = self.path.split("/resolve/%s/" % COMMIT, 1)[1]
-        status, headers, body = self.origin.answer(path, self.headers)
+        if self.path.startswith("/cdn/"):
+            path = self.path[len("/cdn/"):].split("?", 1)[0]
+            status, headers, body = self.origin.answer(path, self.headers, host="cdn")
+        elif self.origin.cdn:
+            path = self.path.split("/resolve/%s/" % COMMIT, 1)[1]
+            with self.origin.lock:
+                self.origin.seen.append({"path": path, "range": self.headers.get("Range"),
+                                         "auth": self.headers.get("Authorization"), "host": "hub"})
+                self.origin.redirects += 1
+            status, headers, body = 302, {"Location": "http://127.0.0.1:%d/cdn/%s?X-Amz-Signature=s1gn%d" % (
+                self.cdn_port, path, self.origin.redirects)}, b""
+        else:
+            path = self.path.split("/resolve/%s/" % COMMIT, 1)[1]
+            status, headers, body = self.origin.answer(path, self.headers)
         self.send_response(status)
         headers["Content-Length"] = str(len(body))
         for key, value in headers.items():
@@ -117,10 +137,11 @@ class PlainServer(BaseHTTPRequestHandler):
 
 
 class SessionResponse:
-    def __init__(self, status, headers, body):
+    def __init__(self, status, headers, body, url=None):
         self.status_code = status
         self.headers = headers
         self._body = body
+        self.url = url  # the last request's, once redirects were followed (httpx's Response.url)
 
     def __enter__(self):
         return self
@@ -161,7 +182,16 @@ class Hub:
     def stream(self, method, url, headers, timeout):
         if self.raises is not None:
             raise self.raises
-        return SessionResponse(*self.origin.answer(url.split("/resolve/%s/" % COMMIT, 1)[1], headers))
+        path = url.split("/resolve/%s/" % COMMIT, 1)[1]
+        if self.origin.cdn:  # the session follows the redirect, without the token on the other origin
+            with self.origin.lock:
+                self.origin.redirects += 1
+            self.origin.seen.append({"path": path, "range": headers.get("Range"), "auth": headers.get("Authorization"),
+                                     "host": "hub"})
+            headers = dict((k, v) for k, v in headers.items() if k.lower() != "authorization")
+            url = "https://cdn-lfs.hf.invalid/cdn/%s?X-Amz-Signature=s1gn%d" % (path, self.origin.redirects)
+            return SessionResponse(*self.origin.answer(path, headers, host="cdn"), url=url)
+        return SessionResponse(*self.origin.answer(path, headers), url=url)
 
     def model_info(self, repo_id, revision):
         self.origin.seen.append({"path": "model_info", "range": None, "auth": None})
@@ -181,15 +211,20 @@ def plain_server(origin, monkeypatch):
     for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
         monkeypatch.delenv(name, raising=False)
     handler = type("Handler", (PlainServer,), {"origin": origin})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.daemon = True
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(5)
+    servers = []
+    for dummy in range(2):  # the Hub, then its CDN
+        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        server.daemon_threads = True
+        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+        thread.daemon = True
+        thread.start()
+        servers.append((server, thread))
+    handler.cdn_port = servers[1][0].server_port
+    yield servers[0][0]
+    for server, thread in servers:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
 
 
 @pytest.fixture
@@ -666,3 +701,62 @@ def test_busy_hub_api_answers_are_asked_again_within_the_files_caps(tmp_path, hu
         hub_snapshot(tmp_path / "again", endpoint).listing(COMMIT)
     assert caught.value.code == "E_DOWNLOAD" and "(3 attempts, 120 s of pauses)" in caught.value.what
     assert pauses[2:] == [hf_plan.RETRY_AFTER_CAP_S] * 2 and len(handler.seen) == 5 + 3
+
+
+# --- the Hub's redirect to its CDN: who answered decides what a refusal means --------------------
+
+XML_EXPIRED = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
+               b'<Message>Request has expired</Message></Error>')
+
+
+@pytest.mark.parametrize("status", [403, 404, 401, 400])
+def test_a_cdn_refusal_asks_the_hub_for_a_fresh_link_and_is_no_hub_answer(make, origin, pauses, status):
+    """The Hub answers /resolve/ with a 302 to its CDN (cas-bridge.xethub.hf.co, cdn-lfs, a signed S3
+    link). The CDN's refusal (an expired signature: 403 with an XML body and none of the Hub's
+    X-Error-* headers) is neither a token problem nor an unknown repository: the Hub is asked for a
+    fresh link in the same run, and the token never reaches the CDN."""
+    data = payload(MIB + 5)
+    origin.cdn = True
+    origin.script = [(status, {"Content-Type": "application/xml"}, XML_EXPIRED)]
+    result = make({"model.safetensors": data}).run()
+    assert result["verified"] and pauses == []
+    hub = [seen for seen in origin.seen if seen["host"] == "hub"]
+    cdn = [seen for seen in origin.seen if seen["host"] == "cdn"]
+    assert len(hub) == 2 and len(cdn) == 2  # a fresh link for the second try
+    assert all(seen["auth"] == "Bearer " + TOKEN for seen in hub)
+    assert all(seen["auth"] is None for seen in cdn)
+
+
+@pytest.mark.parametrize("status", [403, 404, 401])
+def test_a_cdn_that_keeps_refusing_is_a_download_failure_naming_the_cdn_without_the_signature(
+        make, origin, pauses, status):
+    origin.cdn = True
+    origin.always = (status, {"Content-Type": "application/xml"}, XML_EXPIRED)
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        make({"model.safetensors": payload(50)}).run()
+    err = caught.value
+    assert err.code == "E_DOWNLOAD", err.what
+    assert "HTTP %d" % status in err.what and "model.safetensors" in err.what
+    assert ("127.0.0.1" if make.path == "plain" else "cdn-lfs.hf.invalid") in err.what
+    assert "s1gn" not in err.what and "Signature" not in err.what and TOKEN not in err.what
+    assert "no repository" not in err.what and "token" not in err.what
+    assert origin.redirects == hf_transfer.TRANSIENT_RETRIES and pauses == []
+
+
+def test_a_403_from_the_hub_itself_is_the_tokens_access_not_an_expired_link(make, origin, pauses):
+    """A fine-grained token without "read access to public gated repos" (or to this repository) is
+    refused by the Hub itself: 403 with its X-Error-Message and no GatedRepo code. A rerun cannot
+    help; the token must change (huggingface_hub/issues/2844)."""
+    message = "Please enable access to public gated repositories in your fine-grained token settings"
+    origin.always = (403, {"X-Error-Message": message})
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        make({"model.safetensors": payload(50)}).run()
+    assert caught.value.code == "E_HF_TOKEN" and message in caught.value.what
+    assert "fine-grained" in caught.value.what and "rerun" not in caught.value.what
+    assert len(requests_for(origin, "model.safetensors")) == 1
+
+
+def test_a_disabled_repository_is_no_token_matter():
+    code, what = hf_plan.classify_http_error(403, None, "Access to this resource is disabled.", REPO, COMMIT, True,
+                                             path="model.safetensors")
+    assert code == "E_SETTINGS" and "disabled" in what and "rerun" not in what
