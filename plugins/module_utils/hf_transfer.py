@@ -62,8 +62,11 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, h
 from ansible_collections.glm53.tensorfold.plugins.module_utils.hf_records import UNSYNCED, load_json
 
 READ_BLOCK = 1024 * 1024
-# Attempts of one file whose connection broke (each resumes from the bytes on disk).
+# Attempts of one file whose connection broke (each resumes from the bytes on disk). An attempt
+# that brought PROGRESS_RESET bytes or more starts the count again, as huggingface_hub's http_get
+# does whenever bytes arrived: a multi-GB file over a link that breaks now and then goes on.
 TRANSIENT_RETRIES = 3
+PROGRESS_RESET = 1024 * 1024
 # Fetches of one file whose bytes arrive with a wrong checksum: once more, then E_DOWNLOAD.
 CHECKSUM_ATTEMPTS = 2
 # The pause before asking a busy server again (hf_plan.busy_pause decides how long); a test hook.
@@ -761,8 +764,12 @@ class Snapshot:
         cuts = wrong = 0
         pauses = [0, 0.0]  # a busy server's pauses for this file: how many, how long in all
         counted = {"done": 0, "first": None}  # this file's bytes in this run's progress, where it began
+        last = None  # where the last attempt began
         while True:
             offset = self._partial_offset(commit, spec)
+            if last is not None and offset - last >= PROGRESS_RESET:
+                cuts = 0  # the last attempt moved the file on: its break counts as the first
+            last = offset
             if counted["first"] is None:
                 counted["first"] = offset
             if offset or os.path.exists(part):
@@ -924,6 +931,10 @@ class Snapshot:
                         committed = position
                     if position > spec["size"]:
                         break
+                if position < spec["size"]:
+                    # The body ended with no error (delimited by the connection's close, or a shorter
+                    # range than asked): a cut connection, resumed from here.
+                    raise ConnectionError("the body ended at byte %d of %d" % (position, spec["size"]))
             finally:
                 close()
         except SnapshotError:

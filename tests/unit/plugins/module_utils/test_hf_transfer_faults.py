@@ -99,6 +99,10 @@ class Origin:
         if step == "corrupt" and data:
             data = data[:-1] + bytes([data[-1] ^ 1])
         data, extra = encode(step, data)
+        if step in ("cut", "short"):
+            # "cut": the connection breaks half-way through the body; "short": a body without
+            # Content-Length (delimited by the connection's close) ends half-way, with no error.
+            extra = dict(extra, _end=step, _half=str(max(len(data) // 2, 1)))
         if start and not step and self.content_range:
             extra = dict(extra, **{"Content-Range": "bytes %d-%d/%d" % (start, len(body) - 1, len(body))})
         return (206 if start else 200), extra, data
@@ -128,11 +132,20 @@ class PlainServer(BaseHTTPRequestHandler):
         else:
             path = self.path.split("/resolve/%s/" % COMMIT, 1)[1]
             status, headers, body = self.origin.answer(path, self.headers)
+        end, half = headers.pop("_end", None), int(headers.pop("_half", 0))
         self.send_response(status)
-        headers["Content-Length"] = str(len(body))
+        if end == "short":
+            headers["Connection"] = "close"
+        else:
+            headers["Content-Length"] = str(len(body))
         for key, value in headers.items():
             self.send_header(key, value)
         self.end_headers()
+        if end:
+            self.wfile.write(body[:half])
+            self.wfile.flush()
+            self.close_connection = True
+            return
         self.wfile.write(body)
 
 
@@ -150,8 +163,12 @@ class SessionResponse:
         return False
 
     def iter_raw(self):
-        for start in range(0, len(self._body), 65536):
-            yield self._body[start:start + 65536]
+        end, half = self.headers.pop("_end", None), int(self.headers.pop("_half", 0))
+        body = self._body[:half] if end else self._body
+        for start in range(0, len(body), 65536):
+            yield body[start:start + 65536]
+        if end == "cut":
+            raise ConnectionResetError("the peer reset the connection")  # as httpx raises ReadError
 
     def iter_bytes(self):  # the session decodes what it can, as httpx does
         coding = self.headers.get("Content-Encoding")
@@ -760,3 +777,41 @@ def test_a_disabled_repository_is_no_token_matter():
     code, what = hf_plan.classify_http_error(403, None, "Access to this resource is disabled.", REPO, COMMIT, True,
                                              path="model.safetensors")
     assert code == "E_SETTINGS" and "disabled" in what and "rerun" not in what
+
+
+# --- connections that break, and bodies that end early ------------------------------------------
+
+def test_a_connection_that_breaks_often_but_moves_on_is_resumed_until_the_file_is_whole(make, origin, pauses):
+    """A CDN connection of a multi-GB file may break many times; huggingface_hub's http_get resumes
+    as long as bytes keep arriving (its retry count starts again with each). Here every attempt
+    brings half of what is left: more breaks than TRANSIENT_RETRIES, each with progress."""
+    data = payload(16 * MIB + 3)
+    origin.script = ["cut"] * (hf_transfer.TRANSIENT_RETRIES + 2)
+    result = make({"model.safetensors": data}).run()
+    assert result["verified"] and pauses == []
+    ranges = [seen["range"] for seen in requests_for(origin, "model.safetensors")]
+    assert len(ranges) == hf_transfer.TRANSIENT_RETRIES + 3 and ranges[0] is None
+    assert all(rng.startswith("bytes=") for rng in ranges[1:])
+
+
+def test_a_connection_that_breaks_with_little_progress_still_fails_after_its_attempts(make, origin, pauses):
+    """Only an attempt that brought a piece (1 MiB) or more starts the count again: a server that
+    breaks every connection after a few bytes is not asked for ever."""
+    origin.always = "cut"
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        make({"model.safetensors": payload(1000)}).run()
+    assert caught.value.code == "E_DOWNLOAD" and "rerun to resume" in caught.value.what
+    assert len(requests_for(origin, "model.safetensors")) == hf_transfer.TRANSIENT_RETRIES
+
+
+def test_a_body_that_ends_early_without_an_error_is_resumed_in_the_same_run(make, origin, pauses):
+    """A body delimited by the connection's close (no Content-Length, as a proxy may send it) that
+    ends before the file's size is a cut connection, not a finished file: resumed at once."""
+    data = payload(3 * MIB + 7)
+    origin.script = ["short"]
+    snap = make({"model.safetensors": data})
+    result = snap.run()
+    assert result["verified"] and pauses == []
+    ranges = [seen["range"] for seen in requests_for(origin, "model.safetensors")]
+    assert ranges == [None, "bytes=%d-" % (len(data) // 2)]
+    assert snap.resumed and snap.resumed[0]["from"] == len(data) // 2
