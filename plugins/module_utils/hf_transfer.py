@@ -519,6 +519,10 @@ class Snapshot:
         err = SnapshotError("E_DOWNLOAD", "%s: download failed: %s; rerun to resume" % (
             self.repo_id, exc.__class__.__name__))
         err.transient = True
+        # What huggingface_hub's http_backoff asks again: a timeout, a reset, refused or unresolved
+        # connection, a reply cut short (httpx's errors; OSError and http.client's for the plain path).
+        err.network = bool(names & {"TimeoutException", "NetworkError", "RemoteProtocolError", "OSError",
+                                    "HTTPException"})
         return err
 
     def _http_error(self, status, headers, path=None, url=None):
@@ -530,7 +534,7 @@ class Snapshot:
             bool(self.token), path=path, endpoint=self.endpoint, elsewhere=elsewhere)
         err = SnapshotError(code, what)
         if elsewhere and code == "E_DOWNLOAD" and status not in hf_plan.BUSY_STATUSES:
-            err.transient = True  # the next attempt asks the Hub again: a fresh signed link
+            err.transient = err.fresh_link = True  # the next attempt asks the Hub again: a fresh signed link
         if status in hf_plan.BUSY_STATUSES:
             err.busy = True
             err.retry_after = hf_plan.retry_after_seconds(headers.get("Retry-After"), time.time())
@@ -551,7 +555,9 @@ class Snapshot:
 
     def _hub_call(self, need, func, *args, **kwargs):
         """One Hub API request; a busy answer (429/5xx) is asked again after the same capped pauses
-        as a file's (hf_plan.busy_pause), so no reply's Retry-After holds the run longer."""
+        as a file's (hf_plan.busy_pause), so no reply's Retry-After holds the run longer. So is a
+        request the network failed (a timeout, a reset or refused connection, a name that did not
+        resolve), as huggingface_hub's http_backoff asks again those of HfApi's listing."""
         pauses = [0, 0.0]
         while True:
             self._before_request(need)
@@ -560,6 +566,8 @@ class Snapshot:
                 return func(*args, **kwargs)
             except Exception as exc:  # pylint: disable=broad-except  # every library/transport failure is coded
                 err = exc if isinstance(exc, SnapshotError) else self._classify(exc)
+            if getattr(err, "network", False) and not getattr(err, "busy", False):
+                err.busy, err.retry_after = True, None
             self._pause_if_busy(err, pauses)
 
     @staticmethod
@@ -765,10 +773,15 @@ class Snapshot:
         pauses = [0, 0.0]  # a busy server's pauses for this file: how many, how long in all
         counted = {"done": 0, "first": None}  # this file's bytes in this run's progress, where it began
         last = None  # where the last attempt began
+        fresh_link = False  # the last attempt's link was refused by the CDN: a fresh one is asked at once
         while True:
             offset = self._partial_offset(commit, spec)
             if last is not None and offset - last >= PROGRESS_RESET:
                 cuts = 0  # the last attempt moved the file on: its break counts as the first
+            elif last is not None and offset == last and cuts and not fresh_link:
+                # Nothing came (a refused connection, a name that did not resolve, a timeout): wait a
+                # little before asking again, as huggingface_hub does, so a passing outage passes.
+                busy_sleep(hf_plan.BACKOFF_S * 2 ** (cuts - 1))
             last = offset
             if counted["first"] is None:
                 counted["first"] = offset
@@ -799,6 +812,7 @@ class Snapshot:
                         raise
                     if getattr(err, "transient", False) and cuts + 1 < TRANSIENT_RETRIES:
                         cuts += 1
+                        fresh_link = getattr(err, "fresh_link", False)
                         continue
                     self._pause_if_busy(err, pauses)
                     continue

@@ -85,6 +85,8 @@ class Origin:
             self.seen.append({"path": path, "range": headers.get("Range"), "auth": headers.get("Authorization"),
                               "host": host})
             step = self.script.pop(0) if self.script else self.always
+        if step == "drop":  # the connection closes before any answer (a reset, a refused or timed-out one)
+            return None, {}, b""
         if isinstance(step, tuple):
             status, extra = step[0], step[1]
             body = step[2] if len(step) > 2 else json.dumps({"error": "x"}).encode()
@@ -132,6 +134,9 @@ class PlainServer(BaseHTTPRequestHandler):
         else:
             path = self.path.split("/resolve/%s/" % COMMIT, 1)[1]
             status, headers, body = self.origin.answer(path, self.headers)
+        if status is None:
+            self.close_connection = True
+            return
         end, half = headers.pop("_end", None), int(headers.pop("_half", 0))
         self.send_response(status)
         if end == "short":
@@ -151,6 +156,8 @@ class PlainServer(BaseHTTPRequestHandler):
 
 class SessionResponse:
     def __init__(self, status, headers, body, url=None):
+        if status is None:
+            raise ConnectionResetError("Server disconnected without sending a response.")
         self.status_code = status
         self.headers = headers
         self._body = body
@@ -655,6 +662,9 @@ class HubApi(BaseHTTPRequestHandler):
         self.seen.append((self.path, self.headers.get("Authorization")))
         if self.busy:
             status, headers = self.busy.pop(0)
+            if status is None:  # the connection closes with no answer
+                self.close_connection = True
+                return None
             return self.send(status, {"error": "busy"}, headers)
         if self.path == "/api/models/%s/revision/main" % REPO:
             return self.send(200, {"id": REPO, "sha": COMMIT})
@@ -815,3 +825,26 @@ def test_a_body_that_ends_early_without_an_error_is_resumed_in_the_same_run(make
     ranges = [seen["range"] for seen in requests_for(origin, "model.safetensors")]
     assert ranges == [None, "bytes=%d-" % (len(data) // 2)]
     assert snap.resumed and snap.resumed[0]["from"] == len(data) // 2
+
+
+def test_a_listing_page_the_network_failed_is_asked_again_as_huggingface_hub_would(tmp_path, hub_api, pauses):
+    """HfApi.list_repo_tree asks a page again after a timeout or a dropped connection (http_backoff);
+    the listing's own page loop does too, within the same capped pauses as a busy answer."""
+    handler, endpoint = hub_api
+    snap = hub_snapshot(tmp_path, endpoint)
+    handler.busy[:] = [(None, []), (None, [])]  # the first page's connection closes twice with no answer
+    assert len(snap.listing(COMMIT)) == 2
+    assert pauses == [hf_plan.BACKOFF_S, hf_plan.BACKOFF_S * 2]
+    handler.busy[:] = [(None, [])] * 5
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        hub_snapshot(tmp_path / "again", endpoint).listing(COMMIT)
+    assert caught.value.code == "E_DOWNLOAD" and "(4 attempts, 14 s of pauses)" in caught.value.what
+    assert TOKEN not in caught.value.what
+
+
+def test_a_connection_that_fails_before_any_byte_is_asked_again_after_a_pause(make, origin, pauses):
+    data = payload(MIB + 11)
+    origin.script = ["drop", "drop"]
+    assert make({"model.safetensors": data}).run()["verified"]
+    assert pauses == [hf_plan.BACKOFF_S, hf_plan.BACKOFF_S * 2]
+    assert len(requests_for(origin, "model.safetensors")) == 3
