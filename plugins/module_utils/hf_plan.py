@@ -28,10 +28,11 @@ MSG_TOKEN_REFUSED = "the Hub refuses this token access to the repository"
 MSG_TOKEN_HEADER = "the token contains characters not allowed in an HTTP header"
 
 # A file answered with one of these is asked again in the same run, after a pause: the Hub's rate
-# limit (429) and its front ends' passing failures. Each pause follows Retry-After when the reply
-# has one, capped at RETRY_AFTER_CAP_S (a reply may ask for hours); otherwise it doubles from
-# BACKOFF_S. One file pauses at most BUSY_RETRIES times and BUSY_WAIT_S seconds in all.
-BUSY_STATUSES = (429, 500, 502, 503, 504)
+# limit (429), a request timeout (408) and its front ends' passing failures, as huggingface_hub asks
+# them again. Each pause follows the 429's RateLimit header (its window's reset) or Retry-After
+# when the reply has one, capped at RETRY_AFTER_CAP_S (a reply may ask for hours); otherwise it
+# doubles from BACKOFF_S. One file pauses at most BUSY_RETRIES times and BUSY_WAIT_S seconds in all.
+BUSY_STATUSES = (408, 429, 500, 502, 503, 504)
 BUSY_RETRIES = 3
 BACKOFF_S = 2.0
 RETRY_AFTER_CAP_S = 60.0
@@ -84,6 +85,18 @@ def retry_after_seconds(value, now):
         return None
     when = calendar.timegm(parsed[:9]) - (parsed[9] or 0)
     return max(when - now, 0.0)
+
+
+RATELIMIT = re.compile(r'^\s*"[^"]*"\s*;\s*r\s*=\s*(\d+)\s*;\s*t\s*=\s*(\d+)')
+
+
+def ratelimit_reset_seconds(value):
+    """Seconds until the rate limit window resets, from the Hub's ``RateLimit: "api";r=0;t=55``
+    (IETF draft httpapi-ratelimit-headers), when nothing remains (``r=0``); else None."""
+    match = RATELIMIT.match(value or "")
+    if not match or int(match.group(1)) != 0:
+        return None
+    return float(match.group(2))
 
 
 def busy_pause(retries_done, retry_after, waited):

@@ -537,7 +537,9 @@ class Snapshot:
             err.transient = err.fresh_link = True  # the next attempt asks the Hub again: a fresh signed link
         if status in hf_plan.BUSY_STATUSES:
             err.busy = True
-            err.retry_after = hf_plan.retry_after_seconds(headers.get("Retry-After"), time.time())
+            reset = hf_plan.ratelimit_reset_seconds(headers.get("RateLimit")) if status == 429 else None
+            err.retry_after = reset if reset is not None else hf_plan.retry_after_seconds(
+                headers.get("Retry-After"), time.time())
         return err
 
     def _offline_text(self, need):

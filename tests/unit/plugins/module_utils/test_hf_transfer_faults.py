@@ -848,3 +848,32 @@ def test_a_connection_that_fails_before_any_byte_is_asked_again_after_a_pause(ma
     assert make({"model.safetensors": data}).run()["verified"]
     assert pauses == [hf_plan.BACKOFF_S, hf_plan.BACKOFF_S * 2]
     assert len(requests_for(origin, "model.safetensors")) == 3
+
+
+# --- the Hub's rate limit headers -----------------------------------------------------------------
+
+RATELIMIT = {"RateLimit": '"resolvers";r=0;t=45', "RateLimit-Policy": '"fixed window";"resolvers";q=3000;w=300'}
+
+
+def test_a_rate_limit_answer_waits_for_the_window_its_ratelimit_header_names(make, origin, pauses):
+    """The Hub's 429 names when its window resets in ``RateLimit: "KIND";r=0;t=SECONDS`` (the IETF
+    draft); huggingface_hub's http_backoff waits that long, before Retry-After. Backing off 2, 4 and
+    8 s would spend every attempt inside the window."""
+    data = payload(3000)
+    origin.script = [(429, dict(RATELIMIT))]
+    assert make({"model.safetensors": data}).run()["verified"]
+    assert pauses == [45.0]
+
+
+def test_the_ratelimit_header_counts_only_when_nothing_remains():
+    assert hf_plan.ratelimit_reset_seconds('"api";r=0;t=55') == 55.0
+    assert hf_plan.ratelimit_reset_seconds(' "resolvers" ; r = 0 ; t = 7') == 7.0
+    for value in ('"api";r=12;t=55', "", None, "garbage", '"api";t=55'):
+        assert hf_plan.ratelimit_reset_seconds(value) is None
+
+
+def test_a_request_timeout_answer_is_asked_again_as_the_library_does(make, origin, pauses):
+    # huggingface_hub asks a 408 again, in http_get as in http_backoff.
+    origin.script = [(408, {})]
+    assert make({"model.safetensors": payload(3000)}).run()["verified"]
+    assert pauses == [hf_plan.BACKOFF_S]
