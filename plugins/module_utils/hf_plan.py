@@ -135,6 +135,29 @@ def plan_files(listing, allow_patterns=None):
     return files
 
 
+SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
+
+
+def redacted_paths(entries):
+    """Paths of listing entries whose checksum the Hub withheld: an LFS sha256 that is not 64 hex
+    characters, or a git oid that is masked (``*``) or empty. The Hub masks hashes a caller may not
+    read (huggingface_hub keeps such listings out of its tree cache); nothing can be verified
+    against them, and a pinned commit's listing is recorded for good."""
+    found = []
+    for entry in entries:
+        if entry.get("type", "file") != "file":
+            continue
+        lfs = entry.get("lfs")
+        if lfs:
+            bad = not SHA256_HEX.match(str(lfs.get("oid") or "").lower())
+        else:
+            oid = str(entry.get("oid") or "")
+            bad = not oid or "*" in oid
+        if bad:
+            found.append(entry.get("path"))
+    return found
+
+
 def safe_relpath(path):
     """Refuse listing paths that would escape the target folder."""
     parts = path.split("/")

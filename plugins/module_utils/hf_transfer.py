@@ -607,7 +607,8 @@ class Snapshot:
         is kept in ``pending_listing``, recorded once the space check passed."""
         path = os.path.join(self.state_dir, "listing-%s.json" % commit)
         cached = load_json(path, None)
-        if cached and cached.get("repo_id") == self.repo_id and cached.get("commit") == commit:
+        if cached and cached.get("repo_id") == self.repo_id and cached.get("commit") == commit and \
+                not hf_plan.redacted_paths(cached.get("entries") or []):
             return cached["entries"]
         given = self.given_listing or {}
         if given.get("repo_id") == self.repo_id and given.get("commit") == commit and isinstance(given.get("entries"), list):
@@ -616,6 +617,13 @@ class Snapshot:
             entries = given["entries"]
         else:
             entries = self._ask_listing(commit)
+            redacted = hf_plan.redacted_paths(entries)
+            if redacted:
+                # Never recorded: once the token may read the repository, the next run asks again.
+                raise SnapshotError("E_HF_TOKEN", "%s: the Hub's listing at %s withholds the checksums of %d files (%s "
+                                    "first), as it does where the token may not read them; accept the repository's "
+                                    "terms on its page or use a token with read access, then rerun"
+                                    % (self.repo_id, commit, len(redacted), redacted[0]))
         if not self.check_mode:
             record = (path, {"repo_id": self.repo_id, "commit": commit, "entries": entries})
             if self.in_run:

@@ -646,6 +646,7 @@ class HubApi(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     busy = []
     seen = []
+    lfs_oid = "c" * 64
 
     def log_message(self, *args):
         return
@@ -676,7 +677,8 @@ class HubApi(BaseHTTPRequestHandler):
                              [("Link", '<http://127.0.0.1:%d%s?recursive=true&cursor=2>; rel="next"' % (port, tree))])
         if self.path.startswith(tree + "?"):
             return self.send(200, [{"type": "file", "oid": "b" * 40, "size": 2048, "path": "sub/model.safetensors",
-                                    "lfs": {"oid": "c" * 64, "size": 2048, "pointerSize": 134}}])
+                                    "lfs": {"oid": self.lfs_oid, "size": 2048, "pointerSize": 134},
+                                    "xetHash": self.lfs_oid}])
         return self.send(404, {"error": "Not Found"})
 
 
@@ -877,3 +879,32 @@ def test_a_request_timeout_answer_is_asked_again_as_the_library_does(make, origi
     origin.script = [(408, {})]
     assert make({"model.safetensors": payload(3000)}).run()["verified"]
     assert pauses == [hf_plan.BACKOFF_S]
+
+
+# --- a listing whose checksums the Hub redacted -----------------------------------------------------
+
+def test_a_listing_with_redacted_checksums_is_refused_and_never_recorded(tmp_path, hub_api, pauses):
+    """The Hub masks a file's hashes ("*" * 64) where the caller may not read them (huggingface_hub
+    #4595 keeps such a listing out of its tree cache). A pinned commit's listing is recorded for
+    good: one with masked digests would fail every later download's checksum, even once the token
+    may read the repository."""
+    handler, endpoint = hub_api
+    handler.lfs_oid = "*" * 64
+    snap = hub_snapshot(tmp_path, endpoint)
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        snap.listing(COMMIT)
+    assert caught.value.code == "E_HF_TOKEN" and "sub/model.safetensors" in caught.value.what
+    assert not os.path.exists(str(tmp_path / "state" / ("listing-%s.json" % COMMIT)))
+    handler.lfs_oid = "c" * 64  # the terms accepted: the next run asks again and records it
+    assert len(snap.listing(COMMIT)) == 2
+    assert os.path.exists(str(tmp_path / "state" / ("listing-%s.json" % COMMIT)))
+
+
+def test_a_recorded_listing_with_redacted_checksums_is_asked_again(tmp_path, hub_api, pauses):
+    handler, endpoint = hub_api
+    snap = hub_snapshot(tmp_path, endpoint)
+    with open(str(tmp_path / "state" / ("listing-%s.json" % COMMIT)), "w") as handle:
+        json.dump({"repo_id": REPO, "commit": COMMIT, "entries": [
+            {"type": "file", "path": "m.safetensors", "size": 9, "oid": "b" * 40,
+             "lfs": {"oid": "*" * 64, "size": 9, "pointerSize": 134}}]}, handle)
+    assert [e["path"] for e in snap.listing(COMMIT)] == ["config.json", "sub/model.safetensors"]
