@@ -278,6 +278,17 @@ def plain_http(url, use_proxy=True):
     return not (("http" in proxies or "all" in proxies) and not proxy_bypass(parts.hostname))
 
 
+def shown_url(url):
+    """``url`` as a message may show it: scheme, host, port and path; no user, password or query (a
+    signed link's credentials: X-Amz-Signature, a temporary key's X-Amz-Security-Token)."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return "%s://%s%s%s" % (parts.scheme, parts.hostname or "", ":%d" % port if port else "", parts.path)
+
+
 def other_host(endpoint, url):
     """The host (with its port when not the scheme's) that ``url`` names when its origin is not the
     endpoint's, else None. Only scheme, host and port: a signed link's query never shows."""
@@ -334,7 +345,7 @@ class PlainResponse:
                     raise NotPlain(url)
                 continue
             return
-        raise SnapshotError("E_DOWNLOAD", "more than %d redirects for %s; check the endpoint" % (REDIRECTS, url))
+        raise SnapshotError("E_DOWNLOAD", "more than %d redirects for %s; check the endpoint" % (REDIRECTS, shown_url(url)))
 
     def pieces(self, room=lambda: PIECE):
         """The body in pieces of at most ``room()`` bytes (asked before each piece: the bytes to the

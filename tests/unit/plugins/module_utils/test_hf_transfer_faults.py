@@ -908,3 +908,15 @@ def test_a_recorded_listing_with_redacted_checksums_is_asked_again(tmp_path, hub
             {"type": "file", "path": "m.safetensors", "size": 9, "oid": "b" * 40,
              "lfs": {"oid": "*" * 64, "size": 9, "pointerSize": 134}}]}, handle)
     assert [e["path"] for e in snap.listing(COMMIT)] == ["config.json", "sub/model.safetensors"]
+
+
+def test_a_redirect_loop_is_named_without_the_signed_links_query(builder, origin):
+    """A signed CDN link carries its credentials in the query (X-Amz-Signature, X-Amz-Security-Token
+    of a temporary key): a failure may name the host and path, never the query."""
+    origin.cdn = True
+    origin.always = (302, {"Location": "/cdn/model.safetensors?X-Amz-Security-Token=TeMpKeY&X-Amz-Signature=s1gn"})
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        builder("plain", {"model.safetensors": payload(50)}).run()
+    assert caught.value.code == "E_DOWNLOAD" and "redirects" in caught.value.what
+    assert "/cdn/model.safetensors" in caught.value.what
+    assert "TeMpKeY" not in caught.value.what and "s1gn" not in caught.value.what
