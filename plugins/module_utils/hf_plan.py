@@ -295,6 +295,9 @@ def classify_http_error(status, error_code, error_message, repo_id, revision, to
     if error_code == "RevisionNotFound":
         return "E_SETTINGS", "%s has no revision %s on the Hub" % (repo_id, revision)
     if error_code == "RepoNotFound" or (status == 404 and error_code != "EntryNotFound" and not error_code):
+        if not token_given:  # the Hub answers a private repository asked without a token as an unknown one
+            return "E_SETTINGS", ("the Hub has no repository %s visible without a token (no token was given; if it "
+                                  "is private, set tensorfold_hf_token)" % repo_id)
         return "E_SETTINGS", ("the Hub has no repository %s (or it is private and the token cannot see it)"
                               % repo_id)
     if error_code == "EntryNotFound":
@@ -302,10 +305,11 @@ def classify_http_error(status, error_code, error_message, repo_id, revision, to
                               "check the endpoint and the revision"
                               % (repo_id, path or "(unnamed)", revision, endpoint, status))
     if status == 401:
-        what = "%s: %s" % (repo_id, MSG_TOKEN_401)
         if not token_given:
-            what += " (no token was given; set tensorfold_hf_token)"
-        return "E_HF_TOKEN", what
+            return "E_HF_TOKEN", "%s: the Hub needs a token for this %s (HTTP 401); no token was given; set " \
+                                 "tensorfold_hf_token" % (repo_id, "gated repository" if error_code == "GatedRepo"
+                                                          else "repository")
+        return "E_HF_TOKEN", "%s: %s" % (repo_id, MSG_TOKEN_401)
     if status == 403 and error_code == "GatedRepo":
         return "E_HF_TOKEN", "%s: %s (%s/%s)" % (repo_id, MSG_TOKEN_403, endpoint.rstrip("/"), repo_id)
     if status == 403 and error_message == "Access to this resource is disabled.":

@@ -101,7 +101,7 @@ def test_a_busy_hub_is_asked_again_after_the_pause_it_asks_for(fresh, tmp_path, 
 
 
 def test_gated_repository_without_token_with_bad_token_and_without_terms(fresh, tmp_path):
-    cases = [(None, "does not accept this token"), ("hf_bad", "does not accept this token"),
+    cases = [(None, "needs a token for this gated repository"), ("hf_bad", "does not accept this token"),
              ("hf_denied", "has not agreed to the repository's terms")]
     for token, text in cases:
         with pytest.raises(hf_transfer.SnapshotError) as err:

@@ -188,3 +188,16 @@ def test_the_hand_written_listing_is_what_the_real_client_reads():
         assert parsed.path == entry["path"]
         if entry.get("lfs"):
             assert (parsed.lfs.sha256, parsed.lfs.size) == (entry["lfs"]["oid"], entry["lfs"]["size"])
+
+
+def test_a_401_without_a_token_says_a_token_is_needed_not_that_it_was_refused():
+    # The Hub answers 401 GatedRepo for a gated file asked without a token, and 401 RepoNotFound for a
+    # private repository (or none) asked without one: no token was refused.
+    code, what = hf_plan.classify_http_error(401, "GatedRepo", "Access to model X is restricted.", REPO, "r", False)
+    assert code == "E_HF_TOKEN" and "does not accept" not in what
+    assert "gated" in what and "no token was given; set tensorfold_hf_token" in what
+    code, what = hf_plan.classify_http_error(401, "RepoNotFound", "Repository not found", REPO, "r", False)
+    assert code == "E_SETTINGS" and "has no repository" in what and "token cannot see it" not in what
+    assert "no token was given" in what and "tensorfold_hf_token" in what
+    code, what = hf_plan.classify_http_error(404, "RepoNotFound", "Repository not found", REPO, "r", True)
+    assert "the token cannot see it" in what and "no token was given" not in what
