@@ -433,6 +433,12 @@ def served_size(status, headers):
     return None
 
 
+def range_start(headers):
+    """The first byte a 206's ``Content-Range`` (``bytes 100-199/2048``) says its body holds, or None."""
+    match = re.match(r"^\s*bytes\s+(\d+)-\d+/(?:\d+|\*)\s*$", headers.get("Content-Range") or "")
+    return int(match.group(1)) if match else None
+
+
 def session_pieces(resp, most=READ_BLOCK):
     """The session's body blocks as they came off the socket (no re-chunking copy), in lists of
     about READ_BLOCK (at most ``most``) bytes; decoded only when a server compressed them despite the identity request."""
@@ -934,10 +940,17 @@ class Snapshot:
                     # The endpoint's file is not the listing's: resuming or asking again gets the same.
                     raise self._other_bytes(commit, spec, "has %s bytes" % served if served is not None
                                             else "refuses a resume at byte %d" % offset)
-                if status >= 400:
+                if status >= 400 or status not in (200, 206):  # a 3xx with no Location, a 204, a 304: no file
                     raise self._http_error(status, resp.headers, spec["path"], getattr(resp, "url", None))
-                if offset and status == 200:
-                    # The server ignored the Range: start this file over from its first byte.
+                start = range_start(resp.headers) if status == 206 else None
+                if start not in (None, 0, offset):
+                    err = SnapshotError("E_DOWNLOAD", "%s: the server answered a request for %s from byte %d with "
+                                        "bytes from %d; rerun to resume" % (self.repo_id, spec["path"], offset, start))
+                    err.transient = True
+                    raise err
+                if offset and (status == 200 or start == 0):
+                    # The server ignored the Range, or answered it from the first byte: start this file
+                    # over from there.
                     writer.close()
                     self._start_over(progress, counted)
                     try:

@@ -79,6 +79,7 @@ class Origin:
         # S3 signed link are), which serves the bytes after the ``script``; ``redirects`` counts them.
         self.cdn = False
         self.redirects = 0
+        self.range_from = None  # 0: a Range is answered 206 with the whole body (Content-Range from 0)
 
     def answer(self, path, headers, host="hub"):
         with self.lock:
@@ -107,6 +108,9 @@ class Origin:
             extra = dict(extra, _end=step, _half=str(max(len(data) // 2, 1)))
         if start and not step and self.content_range:
             extra = dict(extra, **{"Content-Range": "bytes %d-%d/%d" % (start, len(body) - 1, len(body))})
+        if headers.get("Range") and self.range_from == 0:  # a 206 that starts elsewhere than asked
+            data, extra = body, {"Content-Range": "bytes 0-%d/%d" % (len(body) - 1, len(body))}
+            return 206, extra, data
         return (206 if start else 200), extra, data
 
 
@@ -619,17 +623,22 @@ def test_an_unknown_content_encoding_on_the_plain_path_is_refused_clearly(builde
 
 # --- cosmetic: a server that ignores Range --------------------------------------------------------
 
-def test_progress_never_passes_its_total_when_a_server_ignores_range(make, origin, tmp_path):
-    data = payload(2 * MIB + 9)
-    spec = spec_for("model.safetensors", data)
-    origin.ignore_range = True
-    snap = make({"model.safetensors": data})
+def leave_half(snap, data, spec):
+    """The first MiB of ``data`` on disk as a killed run left it, its resume point recorded."""
     os.makedirs(snap.partial_dir)
     part, rec = snap._partial_paths(COMMIT, spec)
     with open(part, "wb") as handle:
         handle.write(data[:MIB])
     with open(rec, "w") as handle:
         json.dump({"path": spec["path"], "digest": spec["digest"], "size": spec["size"], "committed": MIB}, handle)
+
+
+def test_progress_never_passes_its_total_when_a_server_ignores_range(make, origin, tmp_path):
+    data = payload(2 * MIB + 9)
+    spec = spec_for("model.safetensors", data)
+    origin.ignore_range = True
+    snap = make({"model.safetensors": data})
+    leave_half(snap, data, spec)
     progress = tmp_path / "progress.json"
     snap.progress_file = str(progress)
     result = snap.run()
@@ -920,3 +929,27 @@ def test_a_redirect_loop_is_named_without_the_signed_links_query(builder, origin
     assert caught.value.code == "E_DOWNLOAD" and "redirects" in caught.value.what
     assert "/cdn/model.safetensors" in caught.value.what
     assert "TeMpKeY" not in caught.value.what and "s1gn" not in caught.value.what
+
+
+# --- a 206 that does not start where the Range asked -------------------------------------------
+
+def test_a_partial_answer_from_another_byte_than_asked_is_written_where_it_starts(make, origin, pauses):
+    """Content-Range says where a 206's bytes start (RFC 9110 14.4); a server may answer a resume
+    with another range than asked (here the whole file). Appended at the resume point they would
+    make a wrong file, fetched a second time whole; written where they start, one request does."""
+    data = payload(2 * MIB + 9)
+    spec = spec_for("model.safetensors", data)
+    origin.range_from = 0
+    snap = make({"model.safetensors": data})
+    leave_half(snap, data, spec)
+    result = snap.run()
+    assert result["verified"] and result["corrupted"] == []
+    assert [seen["range"] for seen in requests_for(origin, "model.safetensors")] == ["bytes=%d-" % MIB]
+
+
+def test_an_answer_that_is_no_file_is_never_written_as_one(make, origin, pauses):
+    # A 3xx with no Location (or a 204, a 304) carries no file bytes: an error naming its status.
+    origin.always = (302, {})
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        make({"model.safetensors": payload(5000)}).run()
+    assert caught.value.code == "E_DOWNLOAD" and "HTTP 302" in caught.value.what
