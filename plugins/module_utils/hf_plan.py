@@ -294,7 +294,9 @@ def classify_http_error(status, error_code, error_message, repo_id, revision, to
                               "links in this run; rerun to resume" % (repo_id, path or "a file", elsewhere, status))
     if error_code == "RevisionNotFound":
         return "E_SETTINGS", "%s has no revision %s on the Hub" % (repo_id, revision)
-    if error_code == "RepoNotFound" or (status == 404 and error_code != "EntryNotFound" and not error_code):
+    if status == 404 and not error_code and path:
+        error_code = "EntryNotFound"  # the Hub names a missing repository; a plain 404 of a file is that file
+    if error_code == "RepoNotFound" or (status == 404 and not error_code):
         if not token_given:  # the Hub answers a private repository asked without a token as an unknown one
             return "E_SETTINGS", ("the Hub has no repository %s visible without a token (no token was given; if it "
                                   "is private, set tensorfold_hf_token)" % repo_id)

@@ -201,3 +201,14 @@ def test_a_401_without_a_token_says_a_token_is_needed_not_that_it_was_refused():
     assert "no token was given" in what and "tensorfold_hf_token" in what
     code, what = hf_plan.classify_http_error(404, "RepoNotFound", "Repository not found", REPO, "r", True)
     assert "the token cannot see it" in what and "no token was given" not in what
+
+
+def test_a_file_404_without_the_hubs_code_is_a_missing_file_not_a_missing_repository():
+    # The Hub names a missing repository (X-Error-Code: RepoNotFound); a plain 404 for one file (a
+    # mirror or proxy that lacks it, where huggingface_hub raises a plain HfHubHTTPError) is that file.
+    code, what = hf_plan.classify_http_error(404, None, None, REPO, COMMIT, True, path="config.json",
+                                             endpoint="http://mirror:8080")
+    assert code == "E_SETTINGS" and "no repository" not in what
+    assert "no file config.json at revision %s on http://mirror:8080" % COMMIT in what
+    code, what = hf_plan.classify_http_error(404, None, None, REPO, COMMIT, True)  # the API: the repository
+    assert "no repository" in what
