@@ -792,7 +792,8 @@ class Snapshot:
     def _fetch(self, commit, spec, progress):
         """Fetch one file through a stable partial name, committing every chunk and hashing the bytes
         as they arrive; check the checksum; rename. A resume hashes the bytes already on disk once.
-        A broken connection is resumed at once (TRANSIENT_RETRIES attempts); a busy server (429/5xx)
+        A broken connection is resumed (TRANSIENT_RETRIES attempts, counted again after an attempt that
+        brought PROGRESS_RESET bytes; one that brought none waits first); a busy server (429/5xx)
         is asked again after a pause (hf_plan.busy_pause); a wrong checksum fetches the file once more."""
         part, rec_path = self._partial_paths(commit, spec)
         final = os.path.join(self.local_dir, spec["path"])
@@ -800,16 +801,16 @@ class Snapshot:
         pauses = [0, 0.0]  # a busy server's pauses for this file: how many, how long in all
         counted = {"done": 0, "first": None}  # this file's bytes in this run's progress, where it began
         last = None  # where the last attempt began
-        fresh_link = False  # the last attempt's link was refused by the CDN: a fresh one is asked at once
+        wait = False  # the last attempt broke (not on a refused CDN link: a fresh one is asked at once)
         while True:
             offset = self._partial_offset(commit, spec)
             if last is not None and offset - last >= PROGRESS_RESET:
                 cuts = 0  # the last attempt moved the file on: its break counts as the first
-            elif last is not None and offset == last and cuts and not fresh_link:
+            elif wait and offset == last:
                 # Nothing came (a refused connection, a name that did not resolve, a timeout): wait a
                 # little before asking again, as huggingface_hub does, so a passing outage passes.
                 busy_sleep(hf_plan.BACKOFF_S * 2 ** (cuts - 1))
-            last = offset
+            last, wait = offset, False
             if counted["first"] is None:
                 counted["first"] = offset
             if offset or os.path.exists(part):
@@ -839,7 +840,7 @@ class Snapshot:
                         raise
                     if getattr(err, "transient", False) and cuts + 1 < TRANSIENT_RETRIES:
                         cuts += 1
-                        fresh_link = getattr(err, "fresh_link", False)
+                        wait = not getattr(err, "fresh_link", False)
                         continue
                     self._pause_if_busy(err, pauses)
                     continue

@@ -859,6 +859,10 @@ def test_a_connection_that_fails_before_any_byte_is_asked_again_after_a_pause(ma
     assert make({"model.safetensors": data}).run()["verified"]
     assert pauses == [hf_plan.BACKOFF_S, hf_plan.BACKOFF_S * 2]
     assert len(requests_for(origin, "model.safetensors")) == 3
+    del origin.seen[:], pauses[:]
+    origin.script = ["drop", (503, {})]  # the busy answer's own pause, once: no second wait before the next
+    assert make({"model.safetensors": data}, folder="again").run()["verified"]
+    assert pauses == [hf_plan.BACKOFF_S, hf_plan.BACKOFF_S]
 
 
 # --- the Hub's rate limit headers -----------------------------------------------------------------
