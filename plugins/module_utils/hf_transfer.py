@@ -663,7 +663,16 @@ class Snapshot:
             headers = hf_utils.build_hf_headers(token=self.token or False)
             resp = hf_utils.get_session().get(url, headers=headers, params=params, timeout=60)
             hf_utils.hf_raise_for_status(resp)
-            return resp.json(), (resp.links.get("next") or {}).get("url")
+            try:
+                items = resp.json()
+            except ValueError:
+                items = None
+            if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+                # A 200 that is no listing: a proxy's or a captive portal's page, a mirror's other API.
+                raise SnapshotError("E_DOWNLOAD", "%s: %s answered the request for the file listing with no file "
+                                    "listing (%s); check the endpoint and the proxy settings, then rerun"
+                                    % (self.repo_id, self.endpoint, (resp.headers.get("Content-Type") or "no type")[:60]))
+            return items, (resp.links.get("next") or {}).get("url")
 
         while url:
             items, url = self._hub_call("its listing is not in %s" % self.state_dir, page, url, params)

@@ -660,10 +660,10 @@ class HubApi(BaseHTTPRequestHandler):
     def log_message(self, *args):
         return
 
-    def send(self, status, body, headers=()):
-        data = json.dumps(body).encode()
+    def send(self, status, body, headers=(), kind="application/json"):
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
         self.send_response(status)
-        for key, value in list(headers) + [("Content-Type", "application/json"), ("Content-Length", str(len(data)))]:
+        for key, value in list(headers) + [("Content-Type", kind), ("Content-Length", str(len(data)))]:
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(data)
@@ -675,6 +675,8 @@ class HubApi(BaseHTTPRequestHandler):
             if status is None:  # the connection closes with no answer
                 self.close_connection = True
                 return None
+            if status == "page":  # a 200 that is no listing: a proxy's or a portal's page
+                return self.send(200, b"<html><body>Please sign in to the network</body></html>", kind="text/html")
             return self.send(status, {"error": "busy"}, headers)
         if self.path == "/api/models/%s/revision/main" % REPO:
             return self.send(200, {"id": REPO, "sha": COMMIT})
@@ -957,3 +959,15 @@ def test_an_answer_that_is_no_file_is_never_written_as_one(make, origin, pauses)
     with pytest.raises(hf_transfer.SnapshotError) as caught:
         make({"model.safetensors": payload(5000)}).run()
     assert caught.value.code == "E_DOWNLOAD" and "HTTP 302" in caught.value.what
+
+
+@pytest.mark.parametrize("answer", ["page", "object"])
+def test_a_listing_page_that_is_no_listing_says_so(tmp_path, hub_api, pauses, answer):
+    handler, endpoint = hub_api
+    snap = hub_snapshot(tmp_path, endpoint)
+    handler.busy[:] = [("page", [])] if answer == "page" else [(200, [])]  # {"error": "busy"} with a 200
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        snap.listing(COMMIT)
+    assert caught.value.code == "E_DOWNLOAD" and "no file listing" in caught.value.what
+    assert endpoint in caught.value.what and "proxy" in caught.value.what
+    assert not os.path.exists(str(tmp_path / "state" / ("listing-%s.json" % COMMIT)))
