@@ -256,11 +256,13 @@ def read_token(path):
 
 def take_token(params, check_mode):
     """The token: the option, else I(token_file)'s first line (the file removed once read with
-    forget_token_file, outside check mode), else HF_TOKEN; None when there is none."""
-    token = params["token"] or read_token(params["token_file"])
+    forget_token_file, outside check mode), else HF_TOKEN; None when there is none. Surrounding spaces
+    and newlines are no part of it, as huggingface_hub reads a token (a YAML block scalar ends in one);
+    one inside stays, and is refused before any request."""
+    token = (params["token"] or "").strip() or read_token(params["token_file"])
     if params["forget_token_file"] and params["token_file"] and not check_mode:
         forget(params["token_file"])
-    return token or os.environ.get("HF_TOKEN") or None
+    return token or (os.environ.get("HF_TOKEN") or "").strip() or None
 
 
 def forget(path):
