@@ -313,7 +313,9 @@ def classify_http_error(status, error_code, error_message, repo_id, revision, to
                                                           else "repository")
         return "E_HF_TOKEN", "%s: %s" % (repo_id, MSG_TOKEN_401)
     if status == 403 and error_code == "GatedRepo":
-        return "E_HF_TOKEN", "%s: %s (%s/%s)" % (repo_id, MSG_TOKEN_403, endpoint.rstrip("/"), repo_id)
+        # The Hub's message tells a request still under review from none made.
+        reason = (" (the Hub: %s)" % error_message[:300]) if error_message else ""
+        return "E_HF_TOKEN", "%s: %s (%s/%s)%s" % (repo_id, MSG_TOKEN_403, endpoint.rstrip("/"), repo_id, reason)
     if status == 403 and error_message == "Access to this resource is disabled.":
         return "E_SETTINGS", "%s: the Hub has disabled this repository (HTTP 403: %s)" % (repo_id, error_message)
     if status == 403 and error_message:

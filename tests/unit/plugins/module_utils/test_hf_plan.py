@@ -212,3 +212,10 @@ def test_a_file_404_without_the_hubs_code_is_a_missing_file_not_a_missing_reposi
     assert "no file config.json at revision %s on http://mirror:8080" % COMMIT in what
     code, what = hf_plan.classify_http_error(404, None, None, REPO, COMMIT, True)  # the API: the repository
     assert "no repository" in what
+
+
+def test_a_gated_refusal_carries_the_hubs_reason():
+    # A request for access still under review is a 403 GatedRepo too: only the Hub's message says so.
+    message = "Your request to access model %s is awaiting a review from the repo authors." % REPO
+    code, what = hf_plan.classify_http_error(403, "GatedRepo", message, REPO, "r", True)
+    assert code == "E_HF_TOKEN" and "awaiting a review" in what and hf_plan.MSG_TOKEN_403 in what
