@@ -545,7 +545,10 @@ class Snapshot:
     def _http_error(self, status, headers, path=None, url=None):
         """``url``: the request that got this answer (after redirects), to tell the Hub's own
         answers from those of the CDN it redirected to."""
-        elsewhere = other_host(self.endpoint, url)
+        # A CDN (S3, CloudFront, cas-bridge) sends none of the Hub's X-Error-* headers: an answer with
+        # them is the Hub's, even from another host (a mirror that redirects to huggingface.co).
+        hubs = headers.get("X-Error-Code") or headers.get("X-Error-Message")
+        elsewhere = None if hubs else other_host(self.endpoint, url)
         code, what = hf_plan.classify_http_error(
             status, headers.get("X-Error-Code"), headers.get("X-Error-Message"), self.repo_id, self.revision,
             bool(self.token), path=path, endpoint=self.endpoint, elsewhere=elsewhere)

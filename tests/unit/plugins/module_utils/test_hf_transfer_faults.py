@@ -971,3 +971,14 @@ def test_a_listing_page_that_is_no_listing_says_so(tmp_path, hub_api, pauses, an
     assert caught.value.code == "E_DOWNLOAD" and "no file listing" in caught.value.what
     assert endpoint in caught.value.what and "proxy" in caught.value.what
     assert not os.path.exists(str(tmp_path / "state" / ("listing-%s.json" % COMMIT)))
+
+
+def test_the_hubs_own_answer_from_another_host_is_still_the_hubs(make, origin, pauses):
+    """A mirror (HF_ENDPOINT) may redirect to huggingface.co itself: an answer with the Hub's
+    X-Error-* headers is the Hub's wherever it comes from, never a CDN's refusal."""
+    origin.cdn = True
+    origin.always = (403, {"X-Error-Code": "GatedRepo", "X-Error-Message": "Access to model X is restricted."})
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        make({"model.safetensors": payload(50)}).run()
+    assert caught.value.code == "E_HF_TOKEN" and "open its page, accept, retry" in caught.value.what
+    assert origin.redirects == 1
