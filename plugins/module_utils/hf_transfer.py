@@ -953,7 +953,7 @@ class Snapshot:
                     # The endpoint's file is not the listing's: resuming or asking again gets the same.
                     raise self._other_bytes(commit, spec, "has %s bytes" % served if served is not None
                                             else "refuses a resume at byte %d" % offset)
-                if status >= 400 or status not in (200, 206):  # a 3xx with no Location, a 204, a 304: no file
+                if status not in (200, 206):  # an error, or no file: a 3xx with no Location, a 204, a 304
                     raise self._http_error(status, resp.headers, spec["path"], getattr(resp, "url", None))
                 start = range_start(resp.headers) if status == 206 else None
                 if start not in (None, 0, offset):
