@@ -345,7 +345,8 @@ class PlainResponse:
                     raise NotPlain(url)
                 continue
             return
-        raise SnapshotError("E_DOWNLOAD", "more than %d redirects for %s; check the endpoint" % (REDIRECTS, shown_url(url)))
+        raise SnapshotError("E_DOWNLOAD", "more than %d redirects for %s; check the endpoint"
+                            % (REDIRECTS, shown_url(url)))
 
     def pieces(self, room=lambda: PIECE):
         """The body in pieces of at most ``room()`` bytes (asked before each piece: the bytes to the
@@ -663,7 +664,9 @@ class Snapshot:
         found = []
 
         def page(url, params):
-            headers = hf_utils.build_hf_headers(token=self.token or False)
+            # The token goes to the endpoint's origin only, as a redirect's Authorization does.
+            ours = not other_host(self.endpoint, url)
+            headers = hf_utils.build_hf_headers(token=(self.token or False) if ours else False)
             resp = hf_utils.get_session().get(url, headers=headers, params=params, timeout=60)
             hf_utils.hf_raise_for_status(resp)
             try:
@@ -674,8 +677,10 @@ class Snapshot:
                 # A 200 that is no listing: a proxy's or a captive portal's page, a mirror's other API.
                 raise SnapshotError("E_DOWNLOAD", "%s: %s answered the request for the file listing with no file "
                                     "listing (%s); check the endpoint and the proxy settings, then rerun"
-                                    % (self.repo_id, self.endpoint, (resp.headers.get("Content-Type") or "no type")[:60]))
-            return items, (resp.links.get("next") or {}).get("url")
+                                    % (self.repo_id, self.endpoint,
+                                       (resp.headers.get("Content-Type") or "no type")[:60]))
+            after = (resp.links.get("next") or {}).get("url")
+            return items, urljoin(str(resp.url), after) if after else None  # RFC 8288: relative to the page
 
         while url:
             items, url = self._hub_call("its listing is not in %s" % self.state_dir, page, url, params)

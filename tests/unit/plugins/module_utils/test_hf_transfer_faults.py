@@ -656,6 +656,7 @@ class HubApi(BaseHTTPRequestHandler):
     busy = []
     seen = []
     lfs_oid = "c" * 64
+    link = "absolute"  # "relative": the next page's Link as a path (RFC 8288); "elsewhere": another origin
 
     def log_message(self, *args):
         return
@@ -683,9 +684,10 @@ class HubApi(BaseHTTPRequestHandler):
         tree = "/api/models/%s/tree/%s" % (REPO, COMMIT)
         if self.path.startswith(tree + "?") and "cursor=2" not in self.path:
             port = self.server.server_port
+            base = {"relative": "", "elsewhere": "http://localhost:%d" % port}.get(self.link, "http://127.0.0.1:%d" % port)
             return self.send(200, [{"type": "directory", "oid": "d", "size": 0, "path": "sub"},
                                    {"type": "file", "oid": "a" * 40, "size": 9, "path": "config.json"}],
-                             [("Link", '<http://127.0.0.1:%d%s?recursive=true&cursor=2>; rel="next"' % (port, tree))])
+                             [("Link", '<%s%s?recursive=true&cursor=2>; rel="next"' % (base, tree))])
         if self.path.startswith(tree + "?"):
             return self.send(200, [{"type": "file", "oid": "b" * 40, "size": 2048, "path": "sub/model.safetensors",
                                     "lfs": {"oid": self.lfs_oid, "size": 2048, "pointerSize": 134},
@@ -982,3 +984,19 @@ def test_the_hubs_own_answer_from_another_host_is_still_the_hubs(make, origin, p
         make({"model.safetensors": payload(50)}).run()
     assert caught.value.code == "E_HF_TOKEN" and "open its page, accept, retry" in caught.value.what
     assert origin.redirects == 1
+
+
+def test_a_next_page_link_relative_to_the_page_is_followed(tmp_path, hub_api, pauses):
+    # RFC 8288: a Link's target may be a relative reference, resolved against the page's URL.
+    handler, endpoint = hub_api
+    handler.link = "relative"
+    assert [e["path"] for e in hub_snapshot(tmp_path, endpoint).listing(COMMIT)] == [
+        "config.json", "sub/model.safetensors"]
+
+
+def test_a_next_page_on_another_origin_gets_no_token(tmp_path, hub_api, pauses):
+    # As a redirect to another origin drops the Authorization header (httpx, requests), so does a Link.
+    handler, endpoint = hub_api
+    handler.link = "elsewhere"
+    assert len(hub_snapshot(tmp_path, endpoint).listing(COMMIT)) == 2
+    assert [auth for path, auth in handler.seen] == ["Bearer " + TOKEN, None]
