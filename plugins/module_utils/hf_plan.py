@@ -316,8 +316,8 @@ def classify_http_error(status, error_code, error_message, repo_id, revision, to
         # The Hub's message tells a request still under review from none made.
         reason = (" (the Hub: %s)" % error_message[:300]) if error_message else ""
         return "E_HF_TOKEN", "%s: %s (%s/%s)%s" % (repo_id, MSG_TOKEN_403, endpoint.rstrip("/"), repo_id, reason)
-    if status == 403 and error_message == "Access to this resource is disabled.":
-        return "E_SETTINGS", "%s: the Hub has disabled this repository (HTTP 403: %s)" % (repo_id, error_message)
+    if error_message == "Access to this resource is disabled.":  # whatever the status, as huggingface_hub reads it
+        return "E_SETTINGS", "%s: the Hub has disabled this repository (HTTP %s: %s)" % (repo_id, status, error_message)
     if status == 403 and error_message:
         return "E_HF_TOKEN", ("%s: %s (HTTP 403: %s); give the token read access to it (a fine-grained token "
                               "needs read access to this repository or to public gated repositories)"

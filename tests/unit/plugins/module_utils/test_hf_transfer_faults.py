@@ -798,8 +798,9 @@ def test_a_403_from_the_hub_itself_is_the_tokens_access_not_an_expired_link(make
     assert len(requests_for(origin, "model.safetensors")) == 1
 
 
-def test_a_disabled_repository_is_no_token_matter():
-    code, what = hf_plan.classify_http_error(403, None, "Access to this resource is disabled.", REPO, COMMIT, True,
+@pytest.mark.parametrize("status", [403, 451])
+def test_a_disabled_repository_is_no_token_matter(status):
+    code, what = hf_plan.classify_http_error(status, None, "Access to this resource is disabled.", REPO, COMMIT, True,
                                              path="model.safetensors")
     assert code == "E_SETTINGS" and "disabled" in what and "rerun" not in what
 
