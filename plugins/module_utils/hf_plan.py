@@ -24,13 +24,15 @@ HUB = "https://huggingface.co"
 MSG_TOKEN_401 = "the Hub does not accept this token"
 MSG_TOKEN_403 = ("the token's account has not agreed to the repository's terms: "
                  "open its page, accept, retry")
+MSG_TOKEN_REFUSED = "the Hub refuses this token access to the repository"
 MSG_TOKEN_HEADER = "the token contains characters not allowed in an HTTP header"
 
 # A file answered with one of these is asked again in the same run, after a pause: the Hub's rate
-# limit (429) and its front ends' passing failures. Each pause follows Retry-After when the reply
-# has one, capped at RETRY_AFTER_CAP_S (a reply may ask for hours); otherwise it doubles from
-# BACKOFF_S. One file pauses at most BUSY_RETRIES times and BUSY_WAIT_S seconds in all.
-BUSY_STATUSES = (429, 500, 502, 503, 504)
+# limit (429), a request timeout (408) and its front ends' passing failures, as huggingface_hub asks
+# them again. Each pause follows the 429's RateLimit header (its window's reset) or Retry-After
+# when the reply has one, capped at RETRY_AFTER_CAP_S (a reply may ask for hours); otherwise it
+# doubles from BACKOFF_S. One file pauses at most BUSY_RETRIES times and BUSY_WAIT_S seconds in all.
+BUSY_STATUSES = (408, 429, 500, 502, 503, 504)
 BUSY_RETRIES = 3
 BACKOFF_S = 2.0
 RETRY_AFTER_CAP_S = 60.0
@@ -85,6 +87,18 @@ def retry_after_seconds(value, now):
     return max(when - now, 0.0)
 
 
+RATELIMIT = re.compile(r'^\s*"[^"]*"\s*;\s*r\s*=\s*(\d+)\s*;\s*t\s*=\s*(\d+)')
+
+
+def ratelimit_reset_seconds(value):
+    """Seconds until the rate limit window resets, from the Hub's ``RateLimit: "api";r=0;t=55``
+    (IETF draft httpapi-ratelimit-headers), when nothing remains (``r=0``); else None."""
+    match = RATELIMIT.match(value or "")
+    if not match or int(match.group(1)) != 0:
+        return None
+    return float(match.group(2))
+
+
 def busy_pause(retries_done, retry_after, waited):
     """Seconds to wait before asking a busy server (429/5xx) for a file again, or None to give up:
     after BUSY_RETRIES pauses, or when this one would take the file past BUSY_WAIT_S in all."""
@@ -119,6 +133,29 @@ def plan_files(listing, allow_patterns=None):
             files.append({"path": path, "size": int(entry["size"]), "kind": "git", "digest": entry["oid"]})
     files.sort(key=lambda f: f["path"])
     return files
+
+
+SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
+
+
+def redacted_paths(entries):
+    """Paths of listing entries whose checksum the Hub withheld: an LFS sha256 that is not 64 hex
+    characters, or a git oid that is masked (``*``) or empty. The Hub masks hashes a caller may not
+    read (huggingface_hub keeps such listings out of its tree cache); nothing can be verified
+    against them, and a pinned commit's listing is recorded for good."""
+    found = []
+    for entry in entries:
+        if entry.get("type", "file") != "file":
+            continue
+        lfs = entry.get("lfs")
+        if lfs:
+            bad = not SHA256_HEX.match(str(lfs.get("oid") or "").lower())
+        else:
+            oid = str(entry.get("oid") or "")
+            bad = not oid or "*" in oid
+        if bad:
+            found.append(entry.get("path"))
+    return found
 
 
 def safe_relpath(path):
@@ -234,21 +271,35 @@ def progress_line(done, total, elapsed):
 
 
 def classify_http_error(status, error_code, error_message, repo_id, revision, token_given, path=None,
-                        endpoint=HUB):
+                        endpoint=HUB, elsewhere=None):
     """Map a Hub reply to ``(code, what)``: the recipe's code and the operator's sentence.
 
     The Hub answers 401 both for a token it rejects ("Invalid credentials in Authorization
     header") and for a gated file asked without a token (X-Error-Code GatedRepo); 403 with
-    GatedRepo means a valid token whose account has not accepted the terms. Any other 403 (a signed
-    CDN link that expired, a token without read access) is a plain refusal. A 401 or 404 with
+    GatedRepo means a valid token whose account has not accepted the terms, 403 with another
+    X-Error-Message a token the Hub refuses for this repository (a fine-grained token without read
+    access to it or to public gated repositories), "Access to this resource is disabled." a
+    disabled repository. A 403 without the Hub's message is a plain refusal. A 401 or 404 with
     RepoNotFound is an unknown (or private) repository, RevisionNotFound an unknown revision,
     EntryNotFound a file the revision does not have (``path``, when known): no rerun brings it.
+
+    ``elsewhere``: the host that answered when it is not the endpoint (the CDN or storage a
+    ``/resolve/`` redirected to, with a signed link). Its refusals say nothing of the token or the
+    repository (an expired signature is a 403 with an XML body); a fresh link may pass.
     """
     error_code = error_code or ""
     error_message = error_message or ""
+    if elsewhere and status not in BUSY_STATUSES and status != 416:
+        return "E_DOWNLOAD", ("%s: the download link of %s on %s answered HTTP %s; the Hub was asked for fresh "
+                              "links in this run; rerun to resume" % (repo_id, path or "a file", elsewhere, status))
     if error_code == "RevisionNotFound":
         return "E_SETTINGS", "%s has no revision %s on the Hub" % (repo_id, revision)
-    if error_code == "RepoNotFound" or (status == 404 and error_code != "EntryNotFound" and not error_code):
+    if status == 404 and not error_code and path:
+        error_code = "EntryNotFound"  # the Hub names a missing repository; a plain 404 of a file is that file
+    if error_code == "RepoNotFound" or (status == 404 and not error_code):
+        if not token_given:  # the Hub answers a private repository asked without a token as an unknown one
+            return "E_SETTINGS", ("the Hub has no repository %s visible without a token (no token was given; if it "
+                                  "is private, set tensorfold_hf_token)" % repo_id)
         return "E_SETTINGS", ("the Hub has no repository %s (or it is private and the token cannot see it)"
                               % repo_id)
     if error_code == "EntryNotFound":
@@ -256,12 +307,21 @@ def classify_http_error(status, error_code, error_message, repo_id, revision, to
                               "check the endpoint and the revision"
                               % (repo_id, path or "(unnamed)", revision, endpoint, status))
     if status == 401:
-        what = "%s: %s" % (repo_id, MSG_TOKEN_401)
         if not token_given:
-            what += " (no token was given; set tensorfold_hf_token)"
-        return "E_HF_TOKEN", what
+            return "E_HF_TOKEN", "%s: the Hub needs a token for this %s (HTTP 401); no token was given; set " \
+                                 "tensorfold_hf_token" % (repo_id, "gated repository" if error_code == "GatedRepo"
+                                                          else "repository")
+        return "E_HF_TOKEN", "%s: %s" % (repo_id, MSG_TOKEN_401)
     if status == 403 and error_code == "GatedRepo":
-        return "E_HF_TOKEN", "%s: %s (%s/%s)" % (repo_id, MSG_TOKEN_403, endpoint.rstrip("/"), repo_id)
+        # The Hub's message tells a request still under review from none made.
+        reason = (" (the Hub: %s)" % error_message[:300]) if error_message else ""
+        return "E_HF_TOKEN", "%s: %s (%s/%s)%s" % (repo_id, MSG_TOKEN_403, endpoint.rstrip("/"), repo_id, reason)
+    if error_message == "Access to this resource is disabled.":  # whatever the status, as huggingface_hub reads it
+        return "E_SETTINGS", "%s: the Hub has disabled this repository (HTTP %s: %s)" % (repo_id, status, error_message)
+    if status == 403 and error_message:
+        return "E_HF_TOKEN", ("%s: %s (HTTP 403: %s); give the token read access to it (a fine-grained token "
+                              "needs read access to this repository or to public gated repositories)"
+                              % (repo_id, MSG_TOKEN_REFUSED, error_message))
     if status == 403:
         detail = (": %s" % error_message) if error_message else ""
         advice = ("a rerun asks for a fresh download link, and if it is refused again check that the token may "

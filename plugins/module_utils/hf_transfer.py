@@ -62,8 +62,11 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils import hf_plan, h
 from ansible_collections.glm53.tensorfold.plugins.module_utils.hf_records import UNSYNCED, load_json
 
 READ_BLOCK = 1024 * 1024
-# Attempts of one file whose connection broke (each resumes from the bytes on disk).
+# Attempts of one file whose connection broke (each resumes from the bytes on disk). An attempt
+# that brought PROGRESS_RESET bytes or more starts the count again, as huggingface_hub's http_get
+# does whenever bytes arrived: a multi-GB file over a link that breaks now and then goes on.
 TRANSIENT_RETRIES = 3
+PROGRESS_RESET = 1024 * 1024
 # Fetches of one file whose bytes arrive with a wrong checksum: once more, then E_DOWNLOAD.
 CHECKSUM_ATTEMPTS = 2
 # The pause before asking a busy server again (hf_plan.busy_pause decides how long); a test hook.
@@ -275,6 +278,34 @@ def plain_http(url, use_proxy=True):
     return not (("http" in proxies or "all" in proxies) and not proxy_bypass(parts.hostname))
 
 
+def shown_url(url):
+    """``url`` as a message may show it: scheme, host, port and path; no user, password or query (a
+    signed link's credentials: X-Amz-Signature, a temporary key's X-Amz-Security-Token)."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return "%s://%s%s%s" % (parts.scheme, parts.hostname or "", ":%d" % port if port else "", parts.path)
+
+
+def other_host(endpoint, url):
+    """The host (with its port when not the scheme's) that ``url`` names when its origin is not the
+    endpoint's, else None. Only scheme, host and port: a signed link's query never shows."""
+    if not url:
+        return None
+    ports = {"http": 80, "https": 443}
+    there, ours = urlsplit(str(url)), urlsplit(endpoint)
+    try:
+        origins = [(p.scheme, (p.hostname or "").lower(), p.port or ports.get(p.scheme)) for p in (there, ours)]
+    except ValueError:  # a port that is no number
+        return there.hostname or "another host"
+    if origins[0] == origins[1]:
+        return None
+    scheme, host, port = origins[0]
+    return host if port == ports.get(scheme) else "%s:%s" % (host, port)
+
+
 def deflate_decoder(first):
     """deflate is zlib-wrapped by the RFC but raw from some servers: the first two bytes tell."""
     wrapped = len(first) == 2 and first[0] & 0x0f == 8 and ((first[0] << 8) | first[1]) % 31 == 0
@@ -314,7 +345,8 @@ class PlainResponse:
                     raise NotPlain(url)
                 continue
             return
-        raise SnapshotError("E_DOWNLOAD", "more than %d redirects for %s; check the endpoint" % (REDIRECTS, url))
+        raise SnapshotError("E_DOWNLOAD", "more than %d redirects for %s; check the endpoint"
+                            % (REDIRECTS, shown_url(url)))
 
     def pieces(self, room=lambda: PIECE):
         """The body in pieces of at most ``room()`` bytes (asked before each piece: the bytes to the
@@ -400,6 +432,12 @@ def served_size(status, headers):
         length = (headers.get("Content-Length") or "").strip()
         return int(length) if length.isdigit() else None
     return None
+
+
+def range_start(headers):
+    """The first byte a 206's ``Content-Range`` (``bytes 100-199/2048``) says its body holds, or None."""
+    match = re.match(r"^\s*bytes\s+(\d+)-\d+/(?:\d+|\*)\s*$", headers.get("Content-Range") or "")
+    return int(match.group(1)) if match else None
 
 
 def session_pieces(resp, most=READ_BLOCK):
@@ -495,20 +533,34 @@ class Snapshot:
             return SnapshotError("E_HF_TOKEN", "%s: %s" % (self.repo_id, hf_plan.MSG_TOKEN_HEADER))
         response = getattr(exc, "response", None)
         if response is not None:
-            return self._http_error(response.status_code, response.headers, path)
+            return self._http_error(response.status_code, response.headers, path, getattr(response, "url", None))
         err = SnapshotError("E_DOWNLOAD", "%s: download failed: %s; rerun to resume" % (
             self.repo_id, exc.__class__.__name__))
         err.transient = True
+        # What huggingface_hub's http_backoff asks again: a timeout, a reset, refused or unresolved
+        # connection, a reply cut short (httpx's errors; OSError and http.client's for the plain path).
+        err.network = bool(names & {"TimeoutException", "NetworkError", "RemoteProtocolError", "OSError",
+                                    "HTTPException"})
         return err
 
-    def _http_error(self, status, headers, path=None):
+    def _http_error(self, status, headers, path=None, url=None):
+        """``url``: the request that got this answer (after redirects), to tell the Hub's own
+        answers from those of the CDN it redirected to."""
+        # A CDN (S3, CloudFront, cas-bridge) sends none of the Hub's X-Error-* headers: an answer with
+        # them is the Hub's, even from another host (a mirror that redirects to huggingface.co).
+        hubs = headers.get("X-Error-Code") or headers.get("X-Error-Message")
+        elsewhere = None if hubs else other_host(self.endpoint, url)
         code, what = hf_plan.classify_http_error(
             status, headers.get("X-Error-Code"), headers.get("X-Error-Message"), self.repo_id, self.revision,
-            bool(self.token), path=path, endpoint=self.endpoint)
+            bool(self.token), path=path, endpoint=self.endpoint, elsewhere=elsewhere)
         err = SnapshotError(code, what)
+        if elsewhere and code == "E_DOWNLOAD" and status not in hf_plan.BUSY_STATUSES:
+            err.transient = err.fresh_link = True  # the next attempt asks the Hub again: a fresh signed link
         if status in hf_plan.BUSY_STATUSES:
             err.busy = True
-            err.retry_after = hf_plan.retry_after_seconds(headers.get("Retry-After"), time.time())
+            reset = hf_plan.ratelimit_reset_seconds(headers.get("RateLimit")) if status == 429 else None
+            err.retry_after = reset if reset is not None else hf_plan.retry_after_seconds(
+                headers.get("Retry-After"), time.time())
         return err
 
     def _offline_text(self, need):
@@ -526,7 +578,9 @@ class Snapshot:
 
     def _hub_call(self, need, func, *args, **kwargs):
         """One Hub API request; a busy answer (429/5xx) is asked again after the same capped pauses
-        as a file's (hf_plan.busy_pause), so no reply's Retry-After holds the run longer."""
+        as a file's (hf_plan.busy_pause), so no reply's Retry-After holds the run longer. So is a
+        request the network failed (a timeout, a reset or refused connection, a name that did not
+        resolve), as huggingface_hub's http_backoff asks again those of HfApi's listing."""
         pauses = [0, 0.0]
         while True:
             self._before_request(need)
@@ -535,6 +589,8 @@ class Snapshot:
                 return func(*args, **kwargs)
             except Exception as exc:  # pylint: disable=broad-except  # every library/transport failure is coded
                 err = exc if isinstance(exc, SnapshotError) else self._classify(exc)
+            if getattr(err, "network", False) and not getattr(err, "busy", False):
+                err.busy, err.retry_after = True, None
             self._pause_if_busy(err, pauses)
 
     @staticmethod
@@ -572,7 +628,8 @@ class Snapshot:
         is kept in ``pending_listing``, recorded once the space check passed."""
         path = os.path.join(self.state_dir, "listing-%s.json" % commit)
         cached = load_json(path, None)
-        if cached and cached.get("repo_id") == self.repo_id and cached.get("commit") == commit:
+        if cached and cached.get("repo_id") == self.repo_id and cached.get("commit") == commit and \
+                not hf_plan.redacted_paths(cached.get("entries") or []):
             return cached["entries"]
         given = self.given_listing or {}
         if given.get("repo_id") == self.repo_id and given.get("commit") == commit and isinstance(given.get("entries"), list):
@@ -581,6 +638,13 @@ class Snapshot:
             entries = given["entries"]
         else:
             entries = self._ask_listing(commit)
+            redacted = hf_plan.redacted_paths(entries)
+            if redacted:
+                # Never recorded: once the token may read the repository, the next run asks again.
+                raise SnapshotError("E_HF_TOKEN", "%s: the Hub's listing at %s withholds the checksums of %d files (%s "
+                                    "first), as it does where the token may not read them; accept the repository's "
+                                    "terms on its page or use a token with read access, then rerun"
+                                    % (self.repo_id, commit, len(redacted), redacted[0]))
         if not self.check_mode:
             record = (path, {"repo_id": self.repo_id, "commit": commit, "entries": entries})
             if self.in_run:
@@ -600,10 +664,23 @@ class Snapshot:
         found = []
 
         def page(url, params):
-            headers = hf_utils.build_hf_headers(token=self.token or False)
+            # The token goes to the endpoint's origin only, as a redirect's Authorization does.
+            ours = not other_host(self.endpoint, url)
+            headers = hf_utils.build_hf_headers(token=(self.token or False) if ours else False)
             resp = hf_utils.get_session().get(url, headers=headers, params=params, timeout=60)
             hf_utils.hf_raise_for_status(resp)
-            return resp.json(), (resp.links.get("next") or {}).get("url")
+            try:
+                items = resp.json()
+            except ValueError:
+                items = None
+            if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+                # A 200 that is no listing: a proxy's or a captive portal's page, a mirror's other API.
+                raise SnapshotError("E_DOWNLOAD", "%s: %s answered the request for the file listing with no file "
+                                    "listing (%s); check the endpoint and the proxy settings, then rerun"
+                                    % (self.repo_id, self.endpoint,
+                                       (resp.headers.get("Content-Type") or "no type")[:60]))
+            after = (resp.links.get("next") or {}).get("url")
+            return items, urljoin(str(resp.url), after) if after else None  # RFC 8288: relative to the page
 
         while url:
             items, url = self._hub_call("its listing is not in %s" % self.state_dir, page, url, params)
@@ -732,15 +809,25 @@ class Snapshot:
     def _fetch(self, commit, spec, progress):
         """Fetch one file through a stable partial name, committing every chunk and hashing the bytes
         as they arrive; check the checksum; rename. A resume hashes the bytes already on disk once.
-        A broken connection is resumed at once (TRANSIENT_RETRIES attempts); a busy server (429/5xx)
+        A broken connection is resumed (TRANSIENT_RETRIES attempts, counted again after an attempt that
+        brought PROGRESS_RESET bytes; one that brought none waits first); a busy server (429/5xx)
         is asked again after a pause (hf_plan.busy_pause); a wrong checksum fetches the file once more."""
         part, rec_path = self._partial_paths(commit, spec)
         final = os.path.join(self.local_dir, spec["path"])
         cuts = wrong = 0
         pauses = [0, 0.0]  # a busy server's pauses for this file: how many, how long in all
         counted = {"done": 0, "first": None}  # this file's bytes in this run's progress, where it began
+        last = None  # where the last attempt began
+        wait = False  # the last attempt broke (not on a refused CDN link: a fresh one is asked at once)
         while True:
             offset = self._partial_offset(commit, spec)
+            if last is not None and offset - last >= PROGRESS_RESET:
+                cuts = 0  # the last attempt moved the file on: its break counts as the first
+            elif wait and offset == last:
+                # Nothing came (a refused connection, a name that did not resolve, a timeout): wait a
+                # little before asking again, as huggingface_hub does, so a passing outage passes.
+                busy_sleep(hf_plan.BACKOFF_S * 2 ** (cuts - 1))
+            last, wait = offset, False
             if counted["first"] is None:
                 counted["first"] = offset
             if offset or os.path.exists(part):
@@ -770,6 +857,7 @@ class Snapshot:
                         raise
                     if getattr(err, "transient", False) and cuts + 1 < TRANSIENT_RETRIES:
                         cuts += 1
+                        wait = not getattr(err, "fresh_link", False)
                         continue
                     self._pause_if_busy(err, pauses)
                     continue
@@ -870,10 +958,17 @@ class Snapshot:
                     # The endpoint's file is not the listing's: resuming or asking again gets the same.
                     raise self._other_bytes(commit, spec, "has %s bytes" % served if served is not None
                                             else "refuses a resume at byte %d" % offset)
-                if status >= 400:
-                    raise self._http_error(status, resp.headers, spec["path"])
-                if offset and status == 200:
-                    # The server ignored the Range: start this file over from its first byte.
+                if status not in (200, 206):  # an error, or no file: a 3xx with no Location, a 204, a 304
+                    raise self._http_error(status, resp.headers, spec["path"], getattr(resp, "url", None))
+                start = range_start(resp.headers) if status == 206 else None
+                if start not in (None, 0, offset):
+                    err = SnapshotError("E_DOWNLOAD", "%s: the server answered a request for %s from byte %d with "
+                                        "bytes from %d; rerun to resume" % (self.repo_id, spec["path"], offset, start))
+                    err.transient = True
+                    raise err
+                if offset and (status == 200 or start == 0):
+                    # The server ignored the Range, or answered it from the first byte: start this file
+                    # over from there.
                     writer.close()
                     self._start_over(progress, counted)
                     try:
@@ -902,6 +997,10 @@ class Snapshot:
                         committed = position
                     if position > spec["size"]:
                         break
+                if position < spec["size"]:
+                    # The body ended with no error (delimited by the connection's close, or a shorter
+                    # range than asked): a cut connection, resumed from here.
+                    raise ConnectionError("the body ended at byte %d of %d" % (position, spec["size"]))
             finally:
                 close()
         except SnapshotError:

@@ -30,8 +30,10 @@ description:
   - A local file whose checksum does not match is reported in C(corrupted), fetched again and
     verified.
   - "Failures are coded the recipe's way, C([CODE] host: what. What to do.): C(E_HF_TOKEN) (401, 403 for
-    a gated repository's terms, a token no HTTP header can carry), C(E_DOWNLOAD) (network or server,
-    once 429 and 5xx replies were asked again a few times; rerun to resume), C(E_DISK) (too little
+    a gated repository's terms or a token the Hub refuses, a listing whose checksums the Hub withholds,
+    a token no HTTP header can carry), C(E_DOWNLOAD) (network or server, once 408, 429 and 5xx replies,
+    broken connections and the refusals of the CDN a download was redirected to were asked again a few
+    times; rerun to resume), C(E_DISK) (too little
     room before the first byte, or a full filesystem while writing), C(E_SETTINGS) (unknown
     repository, revision or file, unpinned revision, offline mode with files still to fetch)."
 version_added: "0.1.0"
@@ -254,11 +256,13 @@ def read_token(path):
 
 def take_token(params, check_mode):
     """The token: the option, else I(token_file)'s first line (the file removed once read with
-    forget_token_file, outside check mode), else HF_TOKEN; None when there is none."""
-    token = params["token"] or read_token(params["token_file"])
+    forget_token_file, outside check mode), else HF_TOKEN; None when there is none. Surrounding spaces
+    and newlines are no part of it, as huggingface_hub reads a token (a YAML block scalar ends in one);
+    one inside stays, and is refused before any request."""
+    token = (params["token"] or "").strip() or read_token(params["token_file"])
     if params["forget_token_file"] and params["token_file"] and not check_mode:
         forget(params["token_file"])
-    return token or os.environ.get("HF_TOKEN") or None
+    return token or (os.environ.get("HF_TOKEN") or "").strip() or None
 
 
 def forget(path):

@@ -30,7 +30,10 @@ test clients: ``cut`` {glob: bytes} closes the connection after that many bytes 
 per file unless ``cut_always``), ``throttle_bps`` limits every body, ``corrupt`` [glob] flips one
 byte of the served content, ``status`` {glob: 401|403|429|5xx} answers that status for a file (every
 time, or only its first ``status_times`` requests; with ``retry_after`` the reply carries that
-``Retry-After`` value).
+``Retry-After`` value), ``cdn_status`` {glob: 400|401|403|404|5xx} answers that status at the CDN
+(after the Hub's 302) as S3/CloudFront do: an XML body (``AccessDenied``/``Request has expired`` for
+403, ``NoSuchKey`` for 404) and none of the Hub's ``X-Error-*`` headers; every time, or only the
+first ``cdn_status_times`` CDN requests of a file.
 Every request is logged (method, path, Range, status, body bytes sent, whether a token came; never
 the token) to ``--log`` as JSON lines and at ``GET /_emulator/log``, which first waits (10 s at
 most) for answers still being sent; ``POST /_emulator/reset`` clears the log and the faults, after
@@ -381,6 +384,21 @@ class Handler(BaseHTTPRequestHandler):
         item = repo and repo.files.get(rel)
         if not item or item["sha256"] != sha:
             return self._error(404, None, "Not Found", head=head)
+        forced = self.state.fault("cdn_status", rel)
+        times = self.state.faults.get("cdn_status_times")
+        if forced and times:
+            with self.state.lock:
+                seen = self.state.status_seen.get(("cdn", rel), 0)
+                self.state.status_seen[("cdn", rel)] = seen + 1
+            if seen >= int(times):
+                forced = None
+        if forced:
+            code, message = {403: ("AccessDenied", "Request has expired"),
+                             404: ("NoSuchKey", "The specified key does not exist.")}.get(
+                                 int(forced), ("Error", "Error"))
+            body = ('<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>%s</Code><Message>%s</Message></Error>'
+                    % (code, message)).encode()
+            return self._send(int(forced), body, {"Content-Type": "application/xml"}, head=head)
         return self._body(item, rel, {"ETag": '"%s"' % sha}, head)
 
     def _body(self, item, rel, headers, head):

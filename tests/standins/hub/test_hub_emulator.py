@@ -101,7 +101,7 @@ def test_a_busy_hub_is_asked_again_after_the_pause_it_asks_for(fresh, tmp_path, 
 
 
 def test_gated_repository_without_token_with_bad_token_and_without_terms(fresh, tmp_path):
-    cases = [(None, "does not accept this token"), ("hf_bad", "does not accept this token"),
+    cases = [(None, "needs a token for this gated repository"), ("hf_bad", "does not accept this token"),
              ("hf_denied", "has not agreed to the repository's terms")]
     for token, text in cases:
         with pytest.raises(hf_transfer.SnapshotError) as err:
@@ -186,3 +186,24 @@ def test_sigkill_mid_file_resumes_from_the_last_chunk(fresh, tmp_path):
     assert all(e["bytes"] == 2 * MIB - int(e["range"][6:-1]) for e in ranged)
     assert result["verified"]
     assert not os.path.exists(tmp_path / "state" / "partial")
+
+
+@pytest.mark.parametrize("status", [403, 404])
+def test_a_cdn_refusal_of_a_signed_link_asks_the_hub_for_a_fresh_one(fresh, tmp_path, status):
+    # The Hub's 302 goes to its CDN; an expired signed link is refused there with an XML body.
+    shard = "model-00001-of-00002.safetensors"
+    control(fresh, "/_emulator/faults", {"cdn_status": {shard: status}, "cdn_status_times": 1})
+    assert snapshot(fresh, tmp_path, token="hf_ok").run()["verified"]
+    with open(str(tmp_path / "state" / ("listing-%s.json" % COMMIT))) as handle:
+        sha = [e["lfs"]["oid"] for e in json.load(handle)["entries"] if e["path"] == shard][0]
+    log = [e for e in control(fresh, "/_emulator/log") if e["path"].endswith((shard, sha))]
+    assert [(e["status"], e["path"].startswith("/cdn-lfs/")) for e in log] == [
+        (302, False), (status, True), (302, False), (200, True)]
+    assert [e["auth"] for e in log] == [True, False, True, False]  # the token never reaches the CDN
+
+
+def test_a_cdn_that_keeps_refusing_is_no_token_error(fresh, tmp_path):
+    control(fresh, "/_emulator/faults", {"cdn_status": {"model-00001-of-00002.safetensors": 403}})
+    with pytest.raises(hf_transfer.SnapshotError) as err:
+        snapshot(fresh, tmp_path, token="hf_ok").run()
+    assert err.value.code == "E_DOWNLOAD" and "answered HTTP 403" in err.value.what and "token" not in err.value.what

@@ -130,10 +130,13 @@ def test_only_a_gatedrepo_403_gives_the_terms_advice_with_the_repositorys_page()
     code, what = hf_plan.classify_http_error(403, "GatedRepo", "restricted", REPO, "r", True,
                                              endpoint="https://huggingface.co")
     assert code == "E_HF_TOKEN" and "open its page, accept, retry (https://huggingface.co/%s)" % REPO in what
-    for message in ("", "Signature expired"):
-        code, what = hf_plan.classify_http_error(403, None, message, REPO, "r", True, path="model.safetensors")
-        assert code == "E_DOWNLOAD" and "terms" not in what
-        assert "access to model.safetensors denied (HTTP 403" in what and message in what
+    code, what = hf_plan.classify_http_error(403, None, "", REPO, "r", True, path="model.safetensors")
+    assert code == "E_DOWNLOAD" and "terms" not in what and "access to model.safetensors denied (HTTP 403)" in what
+    # A signed CDN link that expired: answered by the CDN, not the Hub.
+    code, what = hf_plan.classify_http_error(403, None, "Signature expired", REPO, "r", True, path="model.safetensors",
+                                             elsewhere="cas-bridge.xethub.hf.co")
+    assert code == "E_DOWNLOAD" and "terms" not in what and "token" not in what
+    assert "model.safetensors on cas-bridge.xethub.hf.co answered HTTP 403" in what
 
 
 def test_a_file_missing_at_the_revision_is_a_settings_error_without_rerun_advice():
@@ -185,3 +188,34 @@ def test_the_hand_written_listing_is_what_the_real_client_reads():
         assert parsed.path == entry["path"]
         if entry.get("lfs"):
             assert (parsed.lfs.sha256, parsed.lfs.size) == (entry["lfs"]["oid"], entry["lfs"]["size"])
+
+
+def test_a_401_without_a_token_says_a_token_is_needed_not_that_it_was_refused():
+    # The Hub answers 401 GatedRepo for a gated file asked without a token, and 401 RepoNotFound for a
+    # private repository (or none) asked without one: no token was refused.
+    code, what = hf_plan.classify_http_error(401, "GatedRepo", "Access to model X is restricted.", REPO, "r", False)
+    assert code == "E_HF_TOKEN" and "does not accept" not in what
+    assert "gated" in what and "no token was given; set tensorfold_hf_token" in what
+    code, what = hf_plan.classify_http_error(401, "RepoNotFound", "Repository not found", REPO, "r", False)
+    assert code == "E_SETTINGS" and "has no repository" in what and "token cannot see it" not in what
+    assert "no token was given" in what and "tensorfold_hf_token" in what
+    code, what = hf_plan.classify_http_error(404, "RepoNotFound", "Repository not found", REPO, "r", True)
+    assert "the token cannot see it" in what and "no token was given" not in what
+
+
+def test_a_file_404_without_the_hubs_code_is_a_missing_file_not_a_missing_repository():
+    # The Hub names a missing repository (X-Error-Code: RepoNotFound); a plain 404 for one file (a
+    # mirror or proxy that lacks it, where huggingface_hub raises a plain HfHubHTTPError) is that file.
+    code, what = hf_plan.classify_http_error(404, None, None, REPO, COMMIT, True, path="config.json",
+                                             endpoint="http://mirror:8080")
+    assert code == "E_SETTINGS" and "no repository" not in what
+    assert "no file config.json at revision %s on http://mirror:8080" % COMMIT in what
+    code, what = hf_plan.classify_http_error(404, None, None, REPO, COMMIT, True)  # the API: the repository
+    assert "no repository" in what
+
+
+def test_a_gated_refusal_carries_the_hubs_reason():
+    # A request for access still under review is a 403 GatedRepo too: only the Hub's message says so.
+    message = "Your request to access model %s is awaiting a review from the repo authors." % REPO
+    code, what = hf_plan.classify_http_error(403, "GatedRepo", message, REPO, "r", True)
+    assert code == "E_HF_TOKEN" and "awaiting a review" in what and hf_plan.MSG_TOKEN_403 in what

@@ -229,14 +229,15 @@ def test_a_corrupted_byte_already_on_disk_before_the_resume_point_is_caught(tmp_
     assert [r["range"] for r in hub.requests] == ["bytes=%d-" % MIB, None]
 
 
-def test_a_file_that_ends_short_asks_for_a_rerun(tmp_path):
+def test_a_file_that_ends_short_every_time_is_a_download_failure_naming_where(tmp_path):
+    # The body that ends early is resumed at once; the server then refuses a range at its end.
     data = payload(MIB)
     spec = spec_for("model.safetensors", data)
     snap = snapshot(tmp_path, FakeHub({"model.safetensors": data[:-10]}))
     with pytest.raises(hf_transfer.SnapshotError) as caught:
         snap._fetch(COMMIT, spec, hf_transfer.Progress(None, len(data)))
     assert caught.value.code == "E_DOWNLOAD"
-    assert "rerun to resume" in caught.value.what
+    assert "refuses a resume at byte %d of model.safetensors" % (MIB - 10) in caught.value.what
 
 
 def test_new_hasher_matches_the_kinds_the_plan_gives():

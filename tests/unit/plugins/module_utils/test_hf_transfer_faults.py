@@ -75,14 +75,23 @@ class Origin:
         self.content_range = True  # False: 206 and 416 answers name no size
         self.seen = []
         self.lock = threading.Lock()
+        # The Hub's resolve answers 302 to its CDN (another origin, as cas-bridge.xethub.hf.co or an
+        # S3 signed link are), which serves the bytes after the ``script``; ``redirects`` counts them.
+        self.cdn = False
+        self.redirects = 0
+        self.range_from = None  # 0: a Range is answered 206 with the whole body (Content-Range from 0)
 
-    def answer(self, path, headers):
+    def answer(self, path, headers, host="hub"):
         with self.lock:
-            self.seen.append({"path": path, "range": headers.get("Range"), "auth": headers.get("Authorization")})
+            self.seen.append({"path": path, "range": headers.get("Range"), "auth": headers.get("Authorization"),
+                              "host": host})
             step = self.script.pop(0) if self.script else self.always
+        if step == "drop":  # the connection closes before any answer (a reset, a refused or timed-out one)
+            return None, {}, b""
         if isinstance(step, tuple):
             status, extra = step[0], step[1]
-            return status, dict(extra, **{"Content-Type": "application/json"}), json.dumps({"error": "x"}).encode()
+            body = step[2] if len(step) > 2 else json.dumps({"error": "x"}).encode()
+            return status, dict({"Content-Type": "application/json"}, **extra), body
         body = self.files[path]
         start = 0
         if headers.get("Range") and not self.ignore_range:
@@ -93,8 +102,15 @@ class Origin:
         if step == "corrupt" and data:
             data = data[:-1] + bytes([data[-1] ^ 1])
         data, extra = encode(step, data)
+        if step in ("cut", "short"):
+            # "cut": the connection breaks half-way through the body; "short": a body without
+            # Content-Length (delimited by the connection's close) ends half-way, with no error.
+            extra = dict(extra, _end=step, _half=str(max(len(data) // 2, 1)))
         if start and not step and self.content_range:
             extra = dict(extra, **{"Content-Range": "bytes %d-%d/%d" % (start, len(body) - 1, len(body))})
+        if headers.get("Range") and self.range_from == 0:  # a 206 that starts elsewhere than asked
+            data, extra = body, {"Content-Range": "bytes 0-%d/%d" % (len(body) - 1, len(body))}
+            return 206, extra, data
         return (206 if start else 200), extra, data
 
 
@@ -105,22 +121,51 @@ class PlainServer(BaseHTTPRequestHandler):
     def log_message(self, *args):
         return
 
+    cdn_port = None  # the CDN's server (same handler, another port: another origin)
+
     def do_GET(self):
-        path = self.path.split("/resolve/%s/" % COMMIT, 1)[1]
-        status, headers, body = self.origin.answer(path, self.headers)
+        if self.path.startswith("/cdn/"):
+            path = self.path[len("/cdn/"):].split("?", 1)[0]
+            status, headers, body = self.origin.answer(path, self.headers, host="cdn")
+        elif self.origin.cdn:
+            path = self.path.split("/resolve/%s/" % COMMIT, 1)[1]
+            with self.origin.lock:
+                self.origin.seen.append({"path": path, "range": self.headers.get("Range"),
+                                         "auth": self.headers.get("Authorization"), "host": "hub"})
+                self.origin.redirects += 1
+            status, headers, body = 302, {"Location": "http://127.0.0.1:%d/cdn/%s?X-Amz-Signature=s1gn%d" % (
+                self.cdn_port, path, self.origin.redirects)}, b""
+        else:
+            path = self.path.split("/resolve/%s/" % COMMIT, 1)[1]
+            status, headers, body = self.origin.answer(path, self.headers)
+        if status is None:
+            self.close_connection = True
+            return
+        end, half = headers.pop("_end", None), int(headers.pop("_half", 0))
         self.send_response(status)
-        headers["Content-Length"] = str(len(body))
+        if end == "short":
+            headers["Connection"] = "close"
+        else:
+            headers["Content-Length"] = str(len(body))
         for key, value in headers.items():
             self.send_header(key, value)
         self.end_headers()
+        if end:
+            self.wfile.write(body[:half])
+            self.wfile.flush()
+            self.close_connection = True
+            return
         self.wfile.write(body)
 
 
 class SessionResponse:
-    def __init__(self, status, headers, body):
+    def __init__(self, status, headers, body, url=None):
+        if status is None:
+            raise ConnectionResetError("Server disconnected without sending a response.")
         self.status_code = status
         self.headers = headers
         self._body = body
+        self.url = url  # the last request's, once redirects were followed (httpx's Response.url)
 
     def __enter__(self):
         return self
@@ -129,8 +174,12 @@ class SessionResponse:
         return False
 
     def iter_raw(self):
-        for start in range(0, len(self._body), 65536):
-            yield self._body[start:start + 65536]
+        end, half = self.headers.pop("_end", None), int(self.headers.pop("_half", 0))
+        body = self._body[:half] if end else self._body
+        for start in range(0, len(body), 65536):
+            yield body[start:start + 65536]
+        if end == "cut":
+            raise ConnectionResetError("the peer reset the connection")  # as httpx raises ReadError
 
     def iter_bytes(self):  # the session decodes what it can, as httpx does
         coding = self.headers.get("Content-Encoding")
@@ -161,7 +210,16 @@ class Hub:
     def stream(self, method, url, headers, timeout):
         if self.raises is not None:
             raise self.raises
-        return SessionResponse(*self.origin.answer(url.split("/resolve/%s/" % COMMIT, 1)[1], headers))
+        path = url.split("/resolve/%s/" % COMMIT, 1)[1]
+        if self.origin.cdn:  # the session follows the redirect, without the token on the other origin
+            with self.origin.lock:
+                self.origin.redirects += 1
+            self.origin.seen.append({"path": path, "range": headers.get("Range"), "auth": headers.get("Authorization"),
+                                     "host": "hub"})
+            headers = dict((k, v) for k, v in headers.items() if k.lower() != "authorization")
+            url = "https://cdn-lfs.hf.invalid/cdn/%s?X-Amz-Signature=s1gn%d" % (path, self.origin.redirects)
+            return SessionResponse(*self.origin.answer(path, headers, host="cdn"), url=url)
+        return SessionResponse(*self.origin.answer(path, headers), url=url)
 
     def model_info(self, repo_id, revision):
         self.origin.seen.append({"path": "model_info", "range": None, "auth": None})
@@ -181,15 +239,20 @@ def plain_server(origin, monkeypatch):
     for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
         monkeypatch.delenv(name, raising=False)
     handler = type("Handler", (PlainServer,), {"origin": origin})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.daemon = True
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(5)
+    servers = []
+    for dummy in range(2):  # the Hub, then its CDN
+        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        server.daemon_threads = True
+        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+        thread.daemon = True
+        thread.start()
+        servers.append((server, thread))
+    handler.cdn_port = servers[1][0].server_port
+    yield servers[0][0]
+    for server, thread in servers:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
 
 
 @pytest.fixture
@@ -560,17 +623,22 @@ def test_an_unknown_content_encoding_on_the_plain_path_is_refused_clearly(builde
 
 # --- cosmetic: a server that ignores Range --------------------------------------------------------
 
-def test_progress_never_passes_its_total_when_a_server_ignores_range(make, origin, tmp_path):
-    data = payload(2 * MIB + 9)
-    spec = spec_for("model.safetensors", data)
-    origin.ignore_range = True
-    snap = make({"model.safetensors": data})
+def leave_half(snap, data, spec):
+    """The first MiB of ``data`` on disk as a killed run left it, its resume point recorded."""
     os.makedirs(snap.partial_dir)
     part, rec = snap._partial_paths(COMMIT, spec)
     with open(part, "wb") as handle:
         handle.write(data[:MIB])
     with open(rec, "w") as handle:
         json.dump({"path": spec["path"], "digest": spec["digest"], "size": spec["size"], "committed": MIB}, handle)
+
+
+def test_progress_never_passes_its_total_when_a_server_ignores_range(make, origin, tmp_path):
+    data = payload(2 * MIB + 9)
+    spec = spec_for("model.safetensors", data)
+    origin.ignore_range = True
+    snap = make({"model.safetensors": data})
+    leave_half(snap, data, spec)
     progress = tmp_path / "progress.json"
     snap.progress_file = str(progress)
     result = snap.run()
@@ -587,14 +655,16 @@ class HubApi(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     busy = []
     seen = []
+    lfs_oid = "c" * 64
+    link = "absolute"  # "relative": the next page's Link as a path (RFC 8288); "elsewhere": another origin
 
     def log_message(self, *args):
         return
 
-    def send(self, status, body, headers=()):
-        data = json.dumps(body).encode()
+    def send(self, status, body, headers=(), kind="application/json"):
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
         self.send_response(status)
-        for key, value in list(headers) + [("Content-Type", "application/json"), ("Content-Length", str(len(data)))]:
+        for key, value in list(headers) + [("Content-Type", kind), ("Content-Length", str(len(data)))]:
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(data)
@@ -603,18 +673,25 @@ class HubApi(BaseHTTPRequestHandler):
         self.seen.append((self.path, self.headers.get("Authorization")))
         if self.busy:
             status, headers = self.busy.pop(0)
+            if status is None:  # the connection closes with no answer
+                self.close_connection = True
+                return None
+            if status == "page":  # a 200 that is no listing: a proxy's or a portal's page
+                return self.send(200, b"<html><body>Please sign in to the network</body></html>", kind="text/html")
             return self.send(status, {"error": "busy"}, headers)
         if self.path == "/api/models/%s/revision/main" % REPO:
             return self.send(200, {"id": REPO, "sha": COMMIT})
         tree = "/api/models/%s/tree/%s" % (REPO, COMMIT)
         if self.path.startswith(tree + "?") and "cursor=2" not in self.path:
             port = self.server.server_port
+            base = {"relative": "", "elsewhere": "http://localhost:%d" % port}.get(self.link, "http://127.0.0.1:%d" % port)
             return self.send(200, [{"type": "directory", "oid": "d", "size": 0, "path": "sub"},
                                    {"type": "file", "oid": "a" * 40, "size": 9, "path": "config.json"}],
-                             [("Link", '<http://127.0.0.1:%d%s?recursive=true&cursor=2>; rel="next"' % (port, tree))])
+                             [("Link", '<%s%s?recursive=true&cursor=2>; rel="next"' % (base, tree))])
         if self.path.startswith(tree + "?"):
             return self.send(200, [{"type": "file", "oid": "b" * 40, "size": 2048, "path": "sub/model.safetensors",
-                                    "lfs": {"oid": "c" * 64, "size": 2048, "pointerSize": 134}}])
+                                    "lfs": {"oid": self.lfs_oid, "size": 2048, "pointerSize": 134},
+                                    "xetHash": self.lfs_oid}])
         return self.send(404, {"error": "Not Found"})
 
 
@@ -666,3 +743,261 @@ def test_busy_hub_api_answers_are_asked_again_within_the_files_caps(tmp_path, hu
         hub_snapshot(tmp_path / "again", endpoint).listing(COMMIT)
     assert caught.value.code == "E_DOWNLOAD" and "(3 attempts, 120 s of pauses)" in caught.value.what
     assert pauses[2:] == [hf_plan.RETRY_AFTER_CAP_S] * 2 and len(handler.seen) == 5 + 3
+
+
+# --- the Hub's redirect to its CDN: who answered decides what a refusal means --------------------
+
+XML_EXPIRED = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
+               b'<Message>Request has expired</Message></Error>')
+
+
+@pytest.mark.parametrize("status", [403, 404, 401, 400])
+def test_a_cdn_refusal_asks_the_hub_for_a_fresh_link_and_is_no_hub_answer(make, origin, pauses, status):
+    """The Hub answers /resolve/ with a 302 to its CDN (cas-bridge.xethub.hf.co, cdn-lfs, a signed S3
+    link). The CDN's refusal (an expired signature: 403 with an XML body and none of the Hub's
+    X-Error-* headers) is neither a token problem nor an unknown repository: the Hub is asked for a
+    fresh link in the same run, and the token never reaches the CDN."""
+    data = payload(MIB + 5)
+    origin.cdn = True
+    origin.script = [(status, {"Content-Type": "application/xml"}, XML_EXPIRED)]
+    result = make({"model.safetensors": data}).run()
+    assert result["verified"] and pauses == []
+    hub = [seen for seen in origin.seen if seen["host"] == "hub"]
+    cdn = [seen for seen in origin.seen if seen["host"] == "cdn"]
+    assert len(hub) == 2 and len(cdn) == 2  # a fresh link for the second try
+    assert all(seen["auth"] == "Bearer " + TOKEN for seen in hub)
+    assert all(seen["auth"] is None for seen in cdn)
+
+
+@pytest.mark.parametrize("status", [403, 404, 401])
+def test_a_cdn_that_keeps_refusing_is_a_download_failure_naming_the_cdn_without_the_signature(
+        make, origin, pauses, status):
+    origin.cdn = True
+    origin.always = (status, {"Content-Type": "application/xml"}, XML_EXPIRED)
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        make({"model.safetensors": payload(50)}).run()
+    err = caught.value
+    assert err.code == "E_DOWNLOAD", err.what
+    assert "HTTP %d" % status in err.what and "model.safetensors" in err.what
+    assert ("127.0.0.1" if make.path == "plain" else "cdn-lfs.hf.invalid") in err.what
+    assert "s1gn" not in err.what and "Signature" not in err.what and TOKEN not in err.what
+    assert "no repository" not in err.what and "token" not in err.what
+    assert origin.redirects == hf_transfer.TRANSIENT_RETRIES and pauses == []
+
+
+def test_a_403_from_the_hub_itself_is_the_tokens_access_not_an_expired_link(make, origin, pauses):
+    """A fine-grained token without "read access to public gated repos" (or to this repository) is
+    refused by the Hub itself: 403 with its X-Error-Message and no GatedRepo code. A rerun cannot
+    help; the token must change (huggingface_hub/issues/2844)."""
+    message = "Please enable access to public gated repositories in your fine-grained token settings"
+    origin.always = (403, {"X-Error-Message": message})
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        make({"model.safetensors": payload(50)}).run()
+    assert caught.value.code == "E_HF_TOKEN" and message in caught.value.what
+    assert "fine-grained" in caught.value.what and "rerun" not in caught.value.what
+    assert len(requests_for(origin, "model.safetensors")) == 1
+
+
+@pytest.mark.parametrize("status", [403, 451])
+def test_a_disabled_repository_is_no_token_matter(status):
+    code, what = hf_plan.classify_http_error(status, None, "Access to this resource is disabled.", REPO, COMMIT, True,
+                                             path="model.safetensors")
+    assert code == "E_SETTINGS" and "disabled" in what and "rerun" not in what
+
+
+# --- connections that break, and bodies that end early ------------------------------------------
+
+def test_a_connection_that_breaks_often_but_moves_on_is_resumed_until_the_file_is_whole(make, origin, pauses):
+    """A CDN connection of a multi-GB file may break many times; huggingface_hub's http_get resumes
+    as long as bytes keep arriving (its retry count starts again with each). Here every attempt
+    brings half of what is left: more breaks than TRANSIENT_RETRIES, each with progress."""
+    data = payload(16 * MIB + 3)
+    origin.script = ["cut"] * (hf_transfer.TRANSIENT_RETRIES + 2)
+    result = make({"model.safetensors": data}).run()
+    assert result["verified"] and pauses == []
+    ranges = [seen["range"] for seen in requests_for(origin, "model.safetensors")]
+    assert len(ranges) == hf_transfer.TRANSIENT_RETRIES + 3 and ranges[0] is None
+    assert all(rng.startswith("bytes=") for rng in ranges[1:])
+
+
+def test_a_connection_that_breaks_with_little_progress_still_fails_after_its_attempts(make, origin, pauses):
+    """Only an attempt that brought a piece (1 MiB) or more starts the count again: a server that
+    breaks every connection after a few bytes is not asked for ever."""
+    origin.always = "cut"
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        make({"model.safetensors": payload(1000)}).run()
+    assert caught.value.code == "E_DOWNLOAD" and "rerun to resume" in caught.value.what
+    assert len(requests_for(origin, "model.safetensors")) == hf_transfer.TRANSIENT_RETRIES
+
+
+def test_a_body_that_ends_early_without_an_error_is_resumed_in_the_same_run(make, origin, pauses):
+    """A body delimited by the connection's close (no Content-Length, as a proxy may send it) that
+    ends before the file's size is a cut connection, not a finished file: resumed at once."""
+    data = payload(3 * MIB + 7)
+    origin.script = ["short"]
+    snap = make({"model.safetensors": data})
+    result = snap.run()
+    assert result["verified"] and pauses == []
+    ranges = [seen["range"] for seen in requests_for(origin, "model.safetensors")]
+    assert ranges == [None, "bytes=%d-" % (len(data) // 2)]
+    assert snap.resumed and snap.resumed[0]["from"] == len(data) // 2
+
+
+def test_a_listing_page_the_network_failed_is_asked_again_as_huggingface_hub_would(tmp_path, hub_api, pauses):
+    """HfApi.list_repo_tree asks a page again after a timeout or a dropped connection (http_backoff);
+    the listing's own page loop does too, within the same capped pauses as a busy answer."""
+    handler, endpoint = hub_api
+    snap = hub_snapshot(tmp_path, endpoint)
+    handler.busy[:] = [(None, []), (None, [])]  # the first page's connection closes twice with no answer
+    assert len(snap.listing(COMMIT)) == 2
+    assert pauses == [hf_plan.BACKOFF_S, hf_plan.BACKOFF_S * 2]
+    handler.busy[:] = [(None, [])] * 5
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        hub_snapshot(tmp_path / "again", endpoint).listing(COMMIT)
+    assert caught.value.code == "E_DOWNLOAD" and "(4 attempts, 14 s of pauses)" in caught.value.what
+    assert TOKEN not in caught.value.what
+
+
+def test_a_connection_that_fails_before_any_byte_is_asked_again_after_a_pause(make, origin, pauses):
+    data = payload(MIB + 11)
+    origin.script = ["drop", "drop"]
+    assert make({"model.safetensors": data}).run()["verified"]
+    assert pauses == [hf_plan.BACKOFF_S, hf_plan.BACKOFF_S * 2]
+    assert len(requests_for(origin, "model.safetensors")) == 3
+    del origin.seen[:], pauses[:]
+    origin.script = ["drop", (503, {})]  # the busy answer's own pause, once: no second wait before the next
+    assert make({"model.safetensors": data}, folder="again").run()["verified"]
+    assert pauses == [hf_plan.BACKOFF_S, hf_plan.BACKOFF_S]
+
+
+# --- the Hub's rate limit headers -----------------------------------------------------------------
+
+RATELIMIT = {"RateLimit": '"resolvers";r=0;t=45', "RateLimit-Policy": '"fixed window";"resolvers";q=3000;w=300'}
+
+
+def test_a_rate_limit_answer_waits_for_the_window_its_ratelimit_header_names(make, origin, pauses):
+    """The Hub's 429 names when its window resets in ``RateLimit: "KIND";r=0;t=SECONDS`` (the IETF
+    draft); huggingface_hub's http_backoff waits that long, before Retry-After. Backing off 2, 4 and
+    8 s would spend every attempt inside the window."""
+    data = payload(3000)
+    origin.script = [(429, dict(RATELIMIT))]
+    assert make({"model.safetensors": data}).run()["verified"]
+    assert pauses == [45.0]
+
+
+def test_the_ratelimit_header_counts_only_when_nothing_remains():
+    assert hf_plan.ratelimit_reset_seconds('"api";r=0;t=55') == 55.0
+    assert hf_plan.ratelimit_reset_seconds(' "resolvers" ; r = 0 ; t = 7') == 7.0
+    for value in ('"api";r=12;t=55', "", None, "garbage", '"api";t=55'):
+        assert hf_plan.ratelimit_reset_seconds(value) is None
+
+
+def test_a_request_timeout_answer_is_asked_again_as_the_library_does(make, origin, pauses):
+    # huggingface_hub asks a 408 again, in http_get as in http_backoff.
+    origin.script = [(408, {})]
+    assert make({"model.safetensors": payload(3000)}).run()["verified"]
+    assert pauses == [hf_plan.BACKOFF_S]
+
+
+# --- a listing whose checksums the Hub redacted -----------------------------------------------------
+
+def test_a_listing_with_redacted_checksums_is_refused_and_never_recorded(tmp_path, hub_api, pauses):
+    """The Hub masks a file's hashes ("*" * 64) where the caller may not read them (huggingface_hub
+    #4595 keeps such a listing out of its tree cache). A pinned commit's listing is recorded for
+    good: one with masked digests would fail every later download's checksum, even once the token
+    may read the repository."""
+    handler, endpoint = hub_api
+    handler.lfs_oid = "*" * 64
+    snap = hub_snapshot(tmp_path, endpoint)
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        snap.listing(COMMIT)
+    assert caught.value.code == "E_HF_TOKEN" and "sub/model.safetensors" in caught.value.what
+    assert not os.path.exists(str(tmp_path / "state" / ("listing-%s.json" % COMMIT)))
+    handler.lfs_oid = "c" * 64  # the terms accepted: the next run asks again and records it
+    assert len(snap.listing(COMMIT)) == 2
+    assert os.path.exists(str(tmp_path / "state" / ("listing-%s.json" % COMMIT)))
+
+
+def test_a_recorded_listing_with_redacted_checksums_is_asked_again(tmp_path, hub_api, pauses):
+    handler, endpoint = hub_api
+    snap = hub_snapshot(tmp_path, endpoint)
+    with open(str(tmp_path / "state" / ("listing-%s.json" % COMMIT)), "w") as handle:
+        json.dump({"repo_id": REPO, "commit": COMMIT, "entries": [
+            {"type": "file", "path": "m.safetensors", "size": 9, "oid": "b" * 40,
+             "lfs": {"oid": "*" * 64, "size": 9, "pointerSize": 134}}]}, handle)
+    assert [e["path"] for e in snap.listing(COMMIT)] == ["config.json", "sub/model.safetensors"]
+
+
+def test_a_redirect_loop_is_named_without_the_signed_links_query(builder, origin):
+    """A signed CDN link carries its credentials in the query (X-Amz-Signature, X-Amz-Security-Token
+    of a temporary key): a failure may name the host and path, never the query."""
+    origin.cdn = True
+    origin.always = (302, {"Location": "/cdn/model.safetensors?X-Amz-Security-Token=TeMpKeY&X-Amz-Signature=s1gn"})
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        builder("plain", {"model.safetensors": payload(50)}).run()
+    assert caught.value.code == "E_DOWNLOAD" and "redirects" in caught.value.what
+    assert "/cdn/model.safetensors" in caught.value.what
+    assert "TeMpKeY" not in caught.value.what and "s1gn" not in caught.value.what
+
+
+# --- a 206 that does not start where the Range asked -------------------------------------------
+
+def test_a_partial_answer_from_another_byte_than_asked_is_written_where_it_starts(make, origin, pauses):
+    """Content-Range says where a 206's bytes start (RFC 9110 14.4); a server may answer a resume
+    with another range than asked (here the whole file). Appended at the resume point they would
+    make a wrong file, fetched a second time whole; written where they start, one request does."""
+    data = payload(2 * MIB + 9)
+    spec = spec_for("model.safetensors", data)
+    origin.range_from = 0
+    snap = make({"model.safetensors": data})
+    leave_half(snap, data, spec)
+    result = snap.run()
+    assert result["verified"] and result["corrupted"] == []
+    assert [seen["range"] for seen in requests_for(origin, "model.safetensors")] == ["bytes=%d-" % MIB]
+
+
+def test_an_answer_that_is_no_file_is_never_written_as_one(make, origin, pauses):
+    # A 3xx with no Location (or a 204, a 304) carries no file bytes: an error naming its status.
+    origin.always = (302, {})
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        make({"model.safetensors": payload(5000)}).run()
+    assert caught.value.code == "E_DOWNLOAD" and "HTTP 302" in caught.value.what
+
+
+@pytest.mark.parametrize("answer", ["page", "object"])
+def test_a_listing_page_that_is_no_listing_says_so(tmp_path, hub_api, pauses, answer):
+    handler, endpoint = hub_api
+    snap = hub_snapshot(tmp_path, endpoint)
+    handler.busy[:] = [("page", [])] if answer == "page" else [(200, [])]  # {"error": "busy"} with a 200
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        snap.listing(COMMIT)
+    assert caught.value.code == "E_DOWNLOAD" and "no file listing" in caught.value.what
+    assert endpoint in caught.value.what and "proxy" in caught.value.what
+    assert not os.path.exists(str(tmp_path / "state" / ("listing-%s.json" % COMMIT)))
+
+
+def test_the_hubs_own_answer_from_another_host_is_still_the_hubs(make, origin, pauses):
+    """A mirror (HF_ENDPOINT) may redirect to huggingface.co itself: an answer with the Hub's
+    X-Error-* headers is the Hub's wherever it comes from, never a CDN's refusal."""
+    origin.cdn = True
+    origin.always = (403, {"X-Error-Code": "GatedRepo", "X-Error-Message": "Access to model X is restricted."})
+    with pytest.raises(hf_transfer.SnapshotError) as caught:
+        make({"model.safetensors": payload(50)}).run()
+    assert caught.value.code == "E_HF_TOKEN" and "open its page, accept, retry" in caught.value.what
+    assert origin.redirects == 1
+
+
+def test_a_next_page_link_relative_to_the_page_is_followed(tmp_path, hub_api, pauses):
+    # RFC 8288: a Link's target may be a relative reference, resolved against the page's URL.
+    handler, endpoint = hub_api
+    handler.link = "relative"
+    assert [e["path"] for e in hub_snapshot(tmp_path, endpoint).listing(COMMIT)] == [
+        "config.json", "sub/model.safetensors"]
+
+
+def test_a_next_page_on_another_origin_gets_no_token(tmp_path, hub_api, pauses):
+    # As a redirect to another origin drops the Authorization header (httpx, requests), so does a Link.
+    handler, endpoint = hub_api
+    handler.link = "elsewhere"
+    assert len(hub_snapshot(tmp_path, endpoint).listing(COMMIT)) == 2
+    assert [auth for path, auth in handler.seen] == ["Bearer " + TOKEN, None]

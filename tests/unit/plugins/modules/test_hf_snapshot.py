@@ -103,3 +103,17 @@ def test_without_endpoint_wait_the_copy_asks_at_once(tmp_path, run_module, trans
     result = run_module(hf_snapshot, repo_id="o/model", revision="5" * 40, local_dir=str(tmp_path / "model"),
                         state_dir=str(tmp_path / "state"), endpoint="http://10.0.0.9:18470")
     assert not result.get("failed") and result["changed"]
+
+
+@pytest.mark.parametrize("where", ["option", "HF_TOKEN"])
+def test_a_token_with_surrounding_spaces_or_a_newline_is_taken_as_the_library_takes_it(
+        tmp_path, run_module, transfer, monkeypatch, where):
+    """huggingface_hub strips a token's surrounding spaces and newlines (HF_TOKEN, its token file): a
+    token from a YAML block scalar or ``export HF_TOKEN=...`` with a newline is the same token."""
+    path = transfer["path"] = tmp_path / "none.hf-token"
+    if where == "HF_TOKEN":
+        monkeypatch.setenv("HF_TOKEN", " %s\n" % TOKEN)
+        result = run_module(hf_snapshot, **args(tmp_path, path))
+    else:
+        result = run_module(hf_snapshot, **args(tmp_path, path, token="%s\r\n" % TOKEN))
+    assert transfer["token"] == TOKEN and not result.get("failed")
