@@ -8,9 +8,9 @@ with ``docker`` and ``gpus``: the Docker daemon, the GPUs, the driver and peer-t
 same task as the gpu_host_verdict action that judges it: ``verdict`` reads the answer with
 ``observe``, ``host_problems`` returns every problem as a
 record (``codes.record``), in the recipe's order: platform, tools, Docker daemon, docker group,
-NVIDIA runtime, GPU count, model and state (reachable, no reset needed, MIG off), driver, memory per
-GPU, compute processes, power cap, peer-to-peer, disk, host memory, ports. A GPU value nvidia-smi
-cannot report is W_GPU_UNREAD, never a silent pass.
+NVIDIA runtime, GPU count, model and state (reachable, no reset needed, MIG off, compute mode),
+driver, memory per GPU, compute processes, power cap, peer-to-peer, disk, host memory, ports. A GPU
+value nvidia-smi cannot report is W_GPU_UNREAD, never a silent pass.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -209,6 +209,24 @@ def _gpu_state(host, gpu, problems):
         problems.append(record("E_GPU", host, "GPU %d has MIG mode enabled; a rank needs the whole card" % index,
                                "Turn MIG off with nvidia-smi -i %d -mig 0 (as root), then reset the GPU "
                                "(nvidia-smi -r -i %d) or reboot the host." % (index, index), gpu=index))
+    _compute_mode(host, gpu, problems)
+
+
+def _compute_mode(host, gpu, problems):
+    """nvidia-smi's compute mode (``-c``): Prohibited lets no CUDA context onto the card, so its rank
+    cannot start; Exclusive_Process lets one process at a time, so any other CUDA process on it
+    (a tool, a leftover rank) fails the rank's start with "busy or unavailable"."""
+    index, mode = gpu["index"], gpu.get("compute_mode") or ""
+    reset = "nvidia-smi -i %d -c DEFAULT (as root)" % index
+    if mode.lower() == "prohibited":
+        problems.append(record("E_GPU", host, "GPU %d's compute mode is Prohibited: no CUDA process may use it, "
+                               "so its rank cannot start" % index, "Set it to Default with %s." % reset, gpu=index))
+    elif mode.lower().startswith("exclusive"):
+        problems.append(record("W_COMPUTE_MODE", host, "GPU %d's compute mode is %s: one process at a time may use "
+                               "it, so its rank fails to start (CUDA: device busy or unavailable) while any other "
+                               "CUDA process holds it" % (index, mode),
+                               "Set it to Default with %s, unless an MPS server is meant to serve the card." % reset,
+                               gpu=index))
 
 
 def _unread(gpu, fields):

@@ -363,6 +363,22 @@ def test_mig_enabled_on_a_checked_gpu_is_e_gpu_with_how_to_turn_it_off():
         "(as root), then reset the GPU (nvidia-smi -r -i 1) or reboot the host.")
 
 
+def test_compute_mode_prohibited_is_e_gpu_and_exclusive_process_a_warning_both_with_the_command():
+    # nvidia-smi -c: Prohibited lets no CUDA context onto the card, Exclusive_Process one process at a time.
+    cards = [dict(gpu(0), compute_mode="Exclusive_Process"), dict(gpu(1), compute_mode="Prohibited"),
+             dict(gpu(2), compute_mode="Prohibited")]
+    problems = host_problems("h", with_gpus(*cards), EXPECT)
+    assert codes(problems) == ["W_COMPUTE_MODE", "E_GPU"] and [p["gpu"] for p in problems] == [0, 1]
+    assert problems[0]["severity"] == "warning" and problems[1]["severity"] == "error"
+    assert problems[0]["message"].startswith("[W_COMPUTE_MODE] h: GPU 0's compute mode is Exclusive_Process: ")
+    assert problems[1]["message"] == (
+        "[E_GPU] h: GPU 1's compute mode is Prohibited: no CUDA process may use it, so its rank cannot start. "
+        "Set it to Default with nvidia-smi -i 1 -c DEFAULT (as root).")
+    # Default, a card that does not say, and an answer without the field pass.
+    quiet = [dict(gpu(0), compute_mode="Default"), dict(gpu(1), compute_mode=None)]
+    assert host_problems("h", with_gpus(*quiet), EXPECT) == []
+
+
 def test_a_gpu_nvidia_smi_cannot_reach_is_e_gpu_naming_its_bus_id():
     seen = with_gpus(gpu(0), gpu(1), unreachable=[{"pci_bus_id": "0000:41:00.0", "error": "Unknown Error"}])
     problems = host_problems("h", seen, dict(EXPECT, gpu_count=3))

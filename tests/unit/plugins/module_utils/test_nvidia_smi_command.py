@@ -11,6 +11,7 @@ import threading
 
 import pytest
 
+from ansible_collections.glm53.tensorfold.plugins.module_utils import nvidia_smi as smi
 from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi_command import (
     P2PUnreadable, find_nvidia_smi, read_cards, read_gpu_info, read_p2p, run_nvidia_smi)
 
@@ -103,8 +104,10 @@ def test_a_failing_peer_to_peer_query_carries_its_details():
 
 def gpu_query_answer(gpu_row=None):
     """gpu_info's --query-gpu call and the H200's recorded answer (gpu_info_query_mig_nh, with
-    mig.mode.current); ``gpu_row`` replaces the answer."""
-    args, rc, out, err = recording("gpu_info_query_mig_nh")
+    mig.mode.current; recorded before compute_mode was asked, which it lacks and reads as None);
+    ``gpu_row`` replaces the answer."""
+    _args, rc, out, err = recording("gpu_info_query_mig_nh")
+    args = ["--query-gpu=" + ",".join(smi.GPU_QUERY_FIELDS), "--format=csv,noheader,nounits"]
     return args, rc, gpu_row if gpu_row is not None else out, err
 
 
