@@ -299,8 +299,17 @@ def _power(host, selected, expect, problems):
                 "Read it with nvidia-smi -q -d POWER -i %d, or set gpu_host_checks_power_cap_w to 0 for this card."
                 % gpu["index"], gpu=gpu["index"], fields=["power.limit"]))
         elif limit is not None and limit > cap:
-            problems.append(record("W_POWER", host, "GPU %d's power limit is %g W, above %g W"
-                                   % (gpu["index"], limit, cap), gpu=gpu["index"]))
+            todo = None
+            if (gpu.get("persistence_mode") or "").lower() == "disabled":
+                # NVIDIA's Driver Persistence guide: a software power cap lives only while the card is
+                # initialized, and without persistence the driver deinitializes it once no process uses it.
+                todo = ("Turn persistence mode on first (systemctl enable --now nvidia-persistenced, or nvidia-smi "
+                        "-pm 1 as root): without it the card forgets a cap set with nvidia-smi -pl as soon as no "
+                        "process uses it. Then cap it with nvidia-smi -i %d -pl %g, or set gpu_host_checks_power_cap_w."
+                        % (gpu["index"], cap))
+            problems.append(record("W_POWER", host, "GPU %d's power limit is %g W, above %g W%s"
+                                   % (gpu["index"], limit, cap, "; its persistence mode is off" if todo else ""),
+                                   todo, gpu=gpu["index"]))
 
 
 def _p2p(host, observed, selected, expect, problems):

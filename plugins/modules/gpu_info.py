@@ -130,6 +130,12 @@ gpus:
         does not report it.
       type: str
       sample: Default
+    persistence_mode:
+      description: >-
+        The persistence mode, C(Enabled) or C(Disabled). Without it the driver forgets the card's power limit and
+        compute mode once no process uses it.
+      type: str
+      sample: Enabled
     placeholders:
       description: What nvidia-smi printed instead of a value, per query field (empty when every value was read).
       type: dict

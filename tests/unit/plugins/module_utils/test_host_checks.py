@@ -379,6 +379,24 @@ def test_compute_mode_prohibited_is_e_gpu_and_exclusive_process_a_warning_both_w
     assert host_problems("h", with_gpus(*quiet), EXPECT) == []
 
 
+def test_a_power_limit_above_the_cap_on_a_card_without_persistence_says_to_turn_persistence_on_first():
+    # NVIDIA's Driver Persistence guide: a software power cap lasts only while the card is initialized;
+    # without persistence mode the driver deinitializes it when the last process exits, so a cap set
+    # with nvidia-smi -pl is gone again when the next check reads it.
+    cards = [dict(gpu(0, power=600.0), persistence_mode="Disabled"), dict(gpu(1, power=600.0), persistence_mode="Enabled")]
+    problems = host_problems("h", with_gpus(*cards), EXPECT)
+    assert codes(problems) == ["W_POWER", "W_POWER"]
+    assert problems[0]["message"] == (
+        "[W_POWER] h: GPU 0's power limit is 600 W, above 400 W; its persistence mode is off. Turn persistence mode on "
+        "first (systemctl enable --now nvidia-persistenced, or nvidia-smi -pm 1 as root): without it the card forgets a "
+        "cap set with nvidia-smi -pl as soon as no process uses it. Then cap it with nvidia-smi -i 0 -pl 400, or set "
+        "gpu_host_checks_power_cap_w.")
+    assert problems[1]["message"] == ("[W_POWER] h: GPU 1's power limit is 600 W, above 400 W. Cap the card with "
+                                      "nvidia-smi -pl, or set gpu_host_checks_power_cap_w.")
+    # Persistence off under the cap is no problem of the checks.
+    assert host_problems("h", with_gpus(dict(gpu(0), persistence_mode="Disabled"), gpu(1)), EXPECT) == []
+
+
 def test_a_gpu_nvidia_smi_cannot_reach_is_e_gpu_naming_its_bus_id():
     seen = with_gpus(gpu(0), gpu(1), unreachable=[{"pci_bus_id": "0000:41:00.0", "error": "Unknown Error"}])
     problems = host_problems("h", seen, dict(EXPECT, gpu_count=3))
