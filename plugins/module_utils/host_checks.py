@@ -160,6 +160,14 @@ def _gpus(host, observed, expect, problems):
         driver = driver_failure(info.get("rc"), info.get("stdout"), info.get("stderr") or said) if info else None
         if driver:
             problems.append(record("E_DRIVER", host, "could not read the GPUs: %s" % said, driver[1]))
+        elif info.get("rc") == 6 and info.get("kernel_module_flavour") == "proprietary":
+            # NVIDIA drives Blackwell cards only with its open kernel modules: the proprietary one loads and takes none.
+            problems.append(record(
+                "E_DRIVER", host, "could not read the GPUs: %s; the loaded NVIDIA kernel module is the proprietary "
+                "flavour, which takes no Blackwell card (NVIDIA drives them only with its open kernel modules)" % said,
+                "Install the open kernel modules of the driver in place of the proprietary ones (on Ubuntu "
+                "nvidia-driver-BRANCH-open or nvidia-driver-BRANCH-server-open; from NVIDIA's repository nvidia-open), "
+                "then reboot."))
         else:
             problems.append(record("E_GPU", host, "could not read the GPUs: %s" % said))
         return []

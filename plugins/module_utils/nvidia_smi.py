@@ -422,6 +422,17 @@ DRIVER_FAILURES = (
 )
 
 
+def kernel_module_flavour(text):
+    """Which of NVIDIA's two kernel module flavours ``/proc/driver/nvidia/version`` names: ``"open"``
+    (``NVIDIA UNIX Open Kernel Module for x86_64``) or ``"proprietary"`` (``NVIDIA UNIX x86_64 Kernel
+    Module``); None without an ``NVRM version:`` line. NVIDIA drives Blackwell cards only with the
+    open flavour: the proprietary one loads, but takes no Blackwell card (nvidia-smi: No devices were found)."""
+    for line in (text or "").splitlines():
+        if line.startswith("NVRM version:"):
+            return "open" if "open kernel module" in line.lower() else "proprietary"
+    return None
+
+
 def driver_failure(rc, out, err):
     """``(what, todo)`` when a failed nvidia-smi call says the driver itself cannot be used (not
     loaded, its library missing, library and kernel module of different versions), else None."""

@@ -397,6 +397,20 @@ def test_a_power_limit_above_the_cap_on_a_card_without_persistence_says_to_turn_
     assert host_problems("h", with_gpus(dict(gpu(0), persistence_mode="Disabled"), gpu(1)), EXPECT) == []
 
 
+def test_no_gpu_under_the_proprietary_kernel_module_is_e_driver_saying_to_install_the_open_one():
+    said = ("nvidia-smi --query-gpu=... failed with exit status 6 (exit 6: the driver sees no GPU): "
+            "No devices were found")
+    info = {"failed": True, "msg": said, "rc": 6, "stdout": "No devices were found\n", "stderr": "",
+            "kernel_module_flavour": "proprietary"}
+    problems = host_problems("h", observed(gpu_info=info), EXPECT)
+    assert codes(problems) == ["E_DRIVER"]
+    assert "the loaded NVIDIA kernel module is the proprietary flavour, which takes no Blackwell card" in problems[0]["message"]
+    assert "Install the open kernel modules" in problems[0]["message"]
+    # The open flavour, or a flavour not known: the cards themselves (E_GPU), as before.
+    for flavour in ("open", None):
+        assert codes(host_problems("h", observed(gpu_info=dict(info, kernel_module_flavour=flavour)), EXPECT)) == ["E_GPU"]
+
+
 def test_a_gpu_nvidia_smi_cannot_reach_is_e_gpu_naming_its_bus_id():
     seen = with_gpus(gpu(0), gpu(1), unreachable=[{"pci_bus_id": "0000:41:00.0", "error": "Unknown Error"}])
     problems = host_problems("h", seen, dict(EXPECT, gpu_count=3))
