@@ -25,6 +25,7 @@ CODES = {
     "E_GPU_MEMORY": ("error", "Stop what holds the GPU's memory."),
     "E_GPU_BUSY": ("error", "Stop the workload on that GPU; raise tensorfold_max_gpu_used_mib only for a display GPU."),
     "W_POWER": ("warning", "Cap the card with nvidia-smi -pl, or set gpu_host_checks_power_cap_w."),
+    "W_COMPUTE_MODE": ("warning", "Set the card's compute mode to Default: nvidia-smi -i N -c DEFAULT, as root."),
     "W_GPU_UNREAD": ("warning", "Read the value by hand (nvidia-smi -q -i N, as root): the checks could not judge it."),
     "W_P2P": ("warning", "NCCL still works over host memory, but more slowly; check IOMMU/ACS and the BIOS."),
     "E_DISK": ("error", "Free space on that filesystem or move tensorfold_data_dir."),

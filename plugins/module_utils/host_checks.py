@@ -8,9 +8,9 @@ with ``docker`` and ``gpus``: the Docker daemon, the GPUs, the driver and peer-t
 same task as the gpu_host_verdict action that judges it: ``verdict`` reads the answer with
 ``observe``, ``host_problems`` returns every problem as a
 record (``codes.record``), in the recipe's order: platform, tools, Docker daemon, docker group,
-NVIDIA runtime, GPU count, model and state (reachable, no reset needed, MIG off), driver, memory per
-GPU, compute processes, power cap, peer-to-peer, disk, host memory, ports. A GPU value nvidia-smi
-cannot report is W_GPU_UNREAD, never a silent pass.
+NVIDIA runtime, GPU count, model and state (reachable, no reset needed, MIG off, compute mode),
+driver, memory per GPU, compute processes, power cap, peer-to-peer, disk, host memory, ports. A GPU
+value nvidia-smi cannot report is W_GPU_UNREAD, never a silent pass.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -160,6 +160,14 @@ def _gpus(host, observed, expect, problems):
         driver = driver_failure(info.get("rc"), info.get("stdout"), info.get("stderr") or said) if info else None
         if driver:
             problems.append(record("E_DRIVER", host, "could not read the GPUs: %s" % said, driver[1]))
+        elif info.get("rc") == 6 and info.get("kernel_module_flavour") == "proprietary":
+            # NVIDIA drives Blackwell cards only with its open kernel modules: the proprietary one loads and takes none.
+            problems.append(record(
+                "E_DRIVER", host, "could not read the GPUs: %s; the loaded NVIDIA kernel module is the proprietary "
+                "flavour, which takes no Blackwell card (NVIDIA drives them only with its open kernel modules)" % said,
+                "Install the open kernel modules of the driver in place of the proprietary ones (on Ubuntu "
+                "nvidia-driver-BRANCH-open or nvidia-driver-BRANCH-server-open; from NVIDIA's repository nvidia-open), "
+                "then reboot."))
         else:
             problems.append(record("E_GPU", host, "could not read the GPUs: %s" % said))
         return []
@@ -209,6 +217,24 @@ def _gpu_state(host, gpu, problems):
         problems.append(record("E_GPU", host, "GPU %d has MIG mode enabled; a rank needs the whole card" % index,
                                "Turn MIG off with nvidia-smi -i %d -mig 0 (as root), then reset the GPU "
                                "(nvidia-smi -r -i %d) or reboot the host." % (index, index), gpu=index))
+    _compute_mode(host, gpu, problems)
+
+
+def _compute_mode(host, gpu, problems):
+    """nvidia-smi's compute mode (``-c``): Prohibited lets no CUDA context onto the card, so its rank
+    cannot start; Exclusive_Process lets one process at a time, so any other CUDA process on it
+    (a tool, a leftover rank) fails the rank's start with "busy or unavailable"."""
+    index, mode = gpu["index"], gpu.get("compute_mode") or ""
+    reset = "nvidia-smi -i %d -c DEFAULT (as root)" % index
+    if mode.lower() == "prohibited":
+        problems.append(record("E_GPU", host, "GPU %d's compute mode is Prohibited: no CUDA process may use it, "
+                               "so its rank cannot start" % index, "Set it to Default with %s." % reset, gpu=index))
+    elif mode.lower().startswith("exclusive"):
+        problems.append(record("W_COMPUTE_MODE", host, "GPU %d's compute mode is %s: one process at a time may use "
+                               "it, so its rank fails to start (CUDA: device busy or unavailable) while any other "
+                               "CUDA process holds it" % (index, mode),
+                               "Set it to Default with %s, unless an MPS server is meant to serve the card." % reset,
+                               gpu=index))
 
 
 def _unread(gpu, fields):
@@ -281,8 +307,17 @@ def _power(host, selected, expect, problems):
                 "Read it with nvidia-smi -q -d POWER -i %d, or set gpu_host_checks_power_cap_w to 0 for this card."
                 % gpu["index"], gpu=gpu["index"], fields=["power.limit"]))
         elif limit is not None and limit > cap:
-            problems.append(record("W_POWER", host, "GPU %d's power limit is %g W, above %g W"
-                                   % (gpu["index"], limit, cap), gpu=gpu["index"]))
+            todo = None
+            if (gpu.get("persistence_mode") or "").lower() == "disabled":
+                # NVIDIA's Driver Persistence guide: a software power cap lives only while the card is
+                # initialized, and without persistence the driver deinitializes it once no process uses it.
+                todo = ("Turn persistence mode on first (systemctl enable --now nvidia-persistenced, or nvidia-smi "
+                        "-pm 1 as root): without it the card forgets a cap set with nvidia-smi -pl as soon as no "
+                        "process uses it. Then cap it with nvidia-smi -i %d -pl %g, or set gpu_host_checks_power_cap_w."
+                        % (gpu["index"], cap))
+            problems.append(record("W_POWER", host, "GPU %d's power limit is %g W, above %g W%s"
+                                   % (gpu["index"], limit, cap, "; its persistence mode is off" if todo else ""),
+                                   todo, gpu=gpu["index"]))
 
 
 def _p2p(host, observed, selected, expect, problems):

@@ -55,13 +55,13 @@ def older_than(version, minimum):
     return _numbers(version)[:len(wanted)] < wanted
 
 
-def driver_problem(smi, rc, out, err, kernel_version, minimum):
+def driver_problem(smi, rc, out, err, kernel_version, minimum, kernel_flavour=None):
     """``(what, todo)`` for a driver that cannot be used for CUDA 13, or None when it can.
 
     ``smi`` is nvidia-smi's path, None when it is not there, or ``"error: ..."`` when it is there
     but cannot run (not executable, or the system refused to start it); ``rc``/``out``/``err`` are
-    its answer; ``kernel_version`` is the loaded kernel module's version or None. ``todo`` None means
-    the code's usual advice."""
+    its answer; ``kernel_version`` is the loaded kernel module's version or None, ``kernel_flavour``
+    its flavour (nvidia_smi.kernel_module_flavour). ``todo`` None means the code's usual advice."""
     if smi is None or smi.startswith("error: "):
         cause = "nvidia-smi is not installed (not on PATH)" if smi is None else "nvidia-smi cannot run (%s)" % smi[7:]
         if kernel_version is None:
@@ -91,9 +91,18 @@ def driver_problem(smi, rc, out, err, kernel_version, minimum):
                     "driver in use; dmesg shows the driver's messages), then run again.")
         if kernel_version is not None:
             what += "; the loaded kernel driver is %s" % kernel_version
-            if older_than(kernel_version, minimum):
+            old_too = older_than(kernel_version, minimum)
+            if rc == 6 and not known and kernel_flavour == "proprietary":
+                what += (", NVIDIA's proprietary kernel module, which takes no Blackwell card (NVIDIA drives the RTX PRO "
+                         "6000 Blackwell only with its open kernel modules)")
+                branch = minimum.split(".")[0] if old_too else kernel_version.split(".")[0]
+                todo = ("Install the open kernel modules of a driver for CUDA 13 in place of the proprietary ones (on "
+                        "Ubuntu nvidia-driver-%s-open, or nvidia-driver-%s-server-open; from NVIDIA's repository "
+                        "nvidia-open), then reboot." % (branch, branch))
+            if old_too:
                 what += ", older than %s, the first driver for CUDA 13" % minimum
-                todo = None  # the usual advice: install a driver for CUDA 13
+                if kernel_flavour != "proprietary" or rc != 6 or known:
+                    todo = None  # the usual advice: install a driver for CUDA 13
         return what, todo
     old = [version for version in versions if older_than(version, minimum)]
     if old:

@@ -30,20 +30,22 @@ __metaclass__ = type
 import re
 
 # What gpu_info asks, in this order (the module passes these to --query-gpu).
-# mig.mode.current is last and may be absent from a row (OPTIONAL_GPU_FIELDS): answers to the
-# older ten-field list (the H200 recordings of gpu_info's query) still read, MIG mode None.
+# mig.mode.current, compute_mode and persistence_mode are last and may be absent from a row
+# (OPTIONAL_GPU_FIELDS): answers to the older lists (the H200 recordings of gpu_info's query, ten
+# and eleven fields) still read, the fields they lack None.
 GPU_QUERY_FIELDS = (
     "index", "uuid", "name", "pci.bus_id", "memory.total", "memory.used", "memory.free",
-    "compute_cap", "power.limit", "driver_version", "mig.mode.current",
+    "compute_cap", "power.limit", "driver_version", "mig.mode.current", "compute_mode", "persistence_mode",
 )
-OPTIONAL_GPU_FIELDS = ("mig.mode.current",)
+OPTIONAL_GPU_FIELDS = ("mig.mode.current", "compute_mode", "persistence_mode")
 # parse_gpus' keys for the fields, and how each value reads (index is read apart: it must be there).
 GPU_KEYS = (
     ("uuid", "uuid", "text"), ("name", "name", "text"), ("pci.bus_id", "pci_bus_id", "text"),
     ("memory.total", "memory_total_mib", "number"), ("memory.used", "memory_used_mib", "number"),
     ("memory.free", "memory_free_mib", "number"), ("compute_cap", "compute_cap", "text"),
     ("power.limit", "power_limit_w", "number"), ("driver_version", "driver_version", "text"),
-    ("mig.mode.current", "mig_mode", "text"),
+    ("mig.mode.current", "mig_mode", "text"), ("compute_mode", "compute_mode", "text"),
+    ("persistence_mode", "persistence_mode", "text"),
 )
 # What gpu_info asks about compute processes (--query-compute-apps).
 APP_QUERY_FIELDS = ("gpu_uuid", "pid", "process_name", "used_memory")
@@ -215,8 +217,9 @@ def parse_gpus(text, fields=GPU_QUERY_FIELDS):
     """The ``--query-gpu`` answer (with or without header/units) as gpu_info's dicts.
 
     Each dict has index, uuid, name, pci_bus_id, memory_total_mib, memory_used_mib,
-    memory_free_mib, compute_cap (text such as ``"12.0"``), power_limit_w, driver_version and
-    mig_mode (``Enabled``/``Disabled``); a value nvidia-smi does not report (or a field not in
+    memory_free_mib, compute_cap (text such as ``"12.0"``), power_limit_w, driver_version,
+    mig_mode (``Enabled``/``Disabled``), compute_mode (``Default``, ``Exclusive_Process`` or
+    ``Prohibited``) and persistence_mode (``Enabled``/``Disabled``); a value nvidia-smi does not report (or a field not in
     ``fields``) is None. ``placeholders`` maps each field nvidia-smi printed a placeholder for to
     that text (``{"memory.used": "[Unknown Error]"}``), so a check can say why it cannot judge.
     """
@@ -417,6 +420,17 @@ DRIVER_FAILURES = (
      "the driver's libraries and the loaded kernel module are of different versions (a driver upgrade "
      "without a reboot)", "Reboot the host so that the upgraded driver's kernel module loads, then run again."),
 )
+
+
+def kernel_module_flavour(text):
+    """Which of NVIDIA's two kernel module flavours ``/proc/driver/nvidia/version`` names: ``"open"``
+    (``NVIDIA UNIX Open Kernel Module for x86_64``) or ``"proprietary"`` (``NVIDIA UNIX x86_64 Kernel
+    Module``); None without an ``NVRM version:`` line. NVIDIA drives Blackwell cards only with the
+    open flavour: the proprietary one loads, but takes no Blackwell card (nvidia-smi: No devices were found)."""
+    for line in (text or "").splitlines():
+        if line.startswith("NVRM version:"):
+            return "open" if "open kernel module" in line.lower() else "proprietary"
+    return None
 
 
 def driver_failure(rc, out, err):

@@ -18,6 +18,8 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi import
 READER_MODULES = ("nvidia_smi_command", "box_module", "nvidia_smi")
 # Where the driver puts nvidia-smi, searched before PATH (a module's PATH may lack them).
 NVIDIA_SMI_DIRS = ["/usr/bin", "/usr/local/bin"]
+# The loaded kernel module's version line (read when nvidia-smi sees no GPU: which flavour it is).
+PROC_VERSION = "/proc/driver/nvidia/version"
 # What read_cards asks: enough to pin the ranks' cards and name the fit key's GPU.
 CARD_FIELDS = ("index", "uuid", "name", "memory.total")
 
@@ -95,6 +97,18 @@ def run_nvidia_smi(module, binary, args, answers=None):
     return out
 
 
+def _kernel_module(rc):
+    """With exit 6 (the driver sees no GPU), ``{"kernel_module_flavour": ...}`` of the loaded module:
+    the proprietary flavour loads but takes no Blackwell card. Else, or unreadable, nothing."""
+    if rc != 6:
+        return {}
+    try:
+        with open(PROC_VERSION) as handle:
+            return {"kernel_module_flavour": smi.kernel_module_flavour(handle.read())}
+    except (IOError, OSError):
+        return {}
+
+
 def _warning_line(line):
     return line.strip().upper().startswith("WARNING:")
 
@@ -124,7 +138,7 @@ def read_rows(module, binary, args, parse, answers=None):
     rows = parsed.get("gpus") if isinstance(parsed, dict) else parsed
     if parsed is None or not (rows or smi.split_device_errors(text)[1]):
         module.fail_json(msg=command_failure(["nvidia-smi"] + list(args), rc, out, err),
-                         rc=rc, stdout=out, stderr=err, cmd=argv)
+                         rc=rc, stdout=out, stderr=err, cmd=argv, **_kernel_module(rc))
     module.warn("nvidia-smi %s exited with status %s; what it printed is read (%s)"
                 % (args[0].split("=")[0], rc, " ".join((err or "").split()) or "no message"))
     return parsed

@@ -124,6 +124,18 @@ gpus:
       description: The current MIG mode, C(Enabled) or C(Disabled); null on a card without MIG.
       type: str
       sample: Disabled
+    compute_mode:
+      description: >-
+        The compute mode, C(Default), C(Exclusive_Process) or C(Prohibited) (C(nvidia-smi -c)); null when nvidia-smi
+        does not report it.
+      type: str
+      sample: Default
+    persistence_mode:
+      description: >-
+        The persistence mode, C(Enabled) or C(Disabled). Without it the driver forgets the card's power limit and
+        compute mode once no process uses it.
+      type: str
+      sample: Enabled
     placeholders:
       description: What nvidia-smi printed instead of a value, per query field (empty when every value was read).
       type: dict

@@ -58,6 +58,13 @@ kernel_module:
   returned: always
   type: str
   sample: 580.95.05
+kernel_module_flavour:
+  description:
+    - The flavour of the loaded NVIDIA kernel module, C(open) or C(proprietary) (null when none is loaded).
+    - NVIDIA drives Blackwell cards only with the open flavour; with the proprietary one nvidia-smi finds no Blackwell card.
+  returned: always
+  type: str
+  sample: open
 nvidia_smi:
   description: The nvidia-smi that was run (null when there is none).
   returned: always
@@ -86,6 +93,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_driver import (
     driver_problem, driver_versions, kernel_module_version)
+from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi import kernel_module_flavour
 
 PROC_VERSION = "/proc/driver/nvidia/version"
 EXTRA_DIRS = ["/usr/bin", "/usr/local/bin"]
@@ -102,10 +110,11 @@ def _not_executable(module):
 
 def main():
     module = AnsibleModule(argument_spec=dict(min_version=dict(type="str", default="580")), supports_check_mode=True)
-    kernel = None
+    kernel = flavour = None
     try:
         with open(PROC_VERSION) as handle:
-            kernel = kernel_module_version(handle.read())
+            proc = handle.read()
+        kernel, flavour = kernel_module_version(proc), kernel_module_flavour(proc)
     except (IOError, OSError):
         pass  # no module loaded (or no /proc): kernel stays None
     smi = module.get_bin_path("nvidia-smi", required=False, opt_dirs=EXTRA_DIRS)
@@ -119,9 +128,10 @@ def main():
     else:
         unusable = _not_executable(module)
         smi = "error: %s is not executable" % unusable if unusable else None
-    found = driver_problem(smi, rc, out, err, kernel, module.params["min_version"])
+    found = driver_problem(smi, rc, out, err, kernel, module.params["min_version"], flavour)
     from_smi = smi is not None and not smi.startswith("error: ")
     module.exit_json(changed=False, versions=(driver_versions(out) if from_smi else []), kernel_module=kernel,
+                     kernel_module_flavour=flavour,
                      nvidia_smi=smi if from_smi else None, nvidia_smi_rc=rc,
                      problem=found[0] if found else None, todo=found[1] if found else None)
 

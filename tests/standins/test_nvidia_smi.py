@@ -119,6 +119,20 @@ def test_the_modules_queries_read_a_busy_rtx_pro_6000_box(run):
     assert gpus[1]["processes"] == [] and gpus[1]["power_limit_w"] == 400.0
 
 
+def test_the_compute_mode_reads_per_card_as_nvidia_smi_prints_it(run):
+    profile = {"count": 2, "compute_mode": ["Exclusive_Process", "Prohibited"]}
+    _rc, out = run(profile, ["--query-gpu=" + ",".join(smi.GPU_QUERY_FIELDS), "--format=csv,noheader,nounits"])
+    assert [g["compute_mode"] for g in smi.parse_gpus(out)] == ["Exclusive_Process", "Prohibited"]
+    _rc, out = run({"count": 1}, ["--query-gpu=index,compute_mode", "--format=csv"])
+    assert out == "index, compute_mode\n0, Default\n"
+
+
+def test_the_persistence_mode_reads_per_card_as_the_h200_recording_prints_it(run):
+    _rc, out = run({"count": 2, "persistence_mode": ["Disabled"]}, ["--query-gpu=" + ",".join(smi.GPU_QUERY_FIELDS),
+                                                                   "--format=csv,noheader,nounits"])
+    assert [g["persistence_mode"] for g in smi.parse_gpus(out)] == ["Disabled", "Enabled"]
+
+
 @pytest.mark.parametrize("text", [
     # as a person writes a profile: indented, on several lines, a final newline
     json.dumps(H200, indent=2) + "\n",

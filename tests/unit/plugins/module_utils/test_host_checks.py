@@ -363,6 +363,54 @@ def test_mig_enabled_on_a_checked_gpu_is_e_gpu_with_how_to_turn_it_off():
         "(as root), then reset the GPU (nvidia-smi -r -i 1) or reboot the host.")
 
 
+def test_compute_mode_prohibited_is_e_gpu_and_exclusive_process_a_warning_both_with_the_command():
+    # nvidia-smi -c: Prohibited lets no CUDA context onto the card, Exclusive_Process one process at a time.
+    cards = [dict(gpu(0), compute_mode="Exclusive_Process"), dict(gpu(1), compute_mode="Prohibited"),
+             dict(gpu(2), compute_mode="Prohibited")]
+    problems = host_problems("h", with_gpus(*cards), EXPECT)
+    assert codes(problems) == ["W_COMPUTE_MODE", "E_GPU"] and [p["gpu"] for p in problems] == [0, 1]
+    assert problems[0]["severity"] == "warning" and problems[1]["severity"] == "error"
+    assert problems[0]["message"].startswith("[W_COMPUTE_MODE] h: GPU 0's compute mode is Exclusive_Process: ")
+    assert problems[1]["message"] == (
+        "[E_GPU] h: GPU 1's compute mode is Prohibited: no CUDA process may use it, so its rank cannot start. "
+        "Set it to Default with nvidia-smi -i 1 -c DEFAULT (as root).")
+    # Default, a card that does not say, and an answer without the field pass.
+    quiet = [dict(gpu(0), compute_mode="Default"), dict(gpu(1), compute_mode=None)]
+    assert host_problems("h", with_gpus(*quiet), EXPECT) == []
+
+
+def test_a_power_limit_above_the_cap_on_a_card_without_persistence_says_to_turn_persistence_on_first():
+    # NVIDIA's Driver Persistence guide: a software power cap lasts only while the card is initialized;
+    # without persistence mode the driver deinitializes it when the last process exits, so a cap set
+    # with nvidia-smi -pl is gone again when the next check reads it.
+    cards = [dict(gpu(0, power=600.0), persistence_mode="Disabled"), dict(gpu(1, power=600.0), persistence_mode="Enabled")]
+    problems = host_problems("h", with_gpus(*cards), EXPECT)
+    assert codes(problems) == ["W_POWER", "W_POWER"]
+    assert problems[0]["message"] == (
+        "[W_POWER] h: GPU 0's power limit is 600 W, above 400 W; its persistence mode is off. Turn persistence mode on "
+        "first (systemctl enable --now nvidia-persistenced, or nvidia-smi -pm 1 as root): without it the card forgets a "
+        "cap set with nvidia-smi -pl as soon as no process uses it. Then cap it with nvidia-smi -i 0 -pl 400, or set "
+        "gpu_host_checks_power_cap_w.")
+    assert problems[1]["message"] == ("[W_POWER] h: GPU 1's power limit is 600 W, above 400 W. Cap the card with "
+                                      "nvidia-smi -pl, or set gpu_host_checks_power_cap_w.")
+    # Persistence off under the cap is no problem of the checks.
+    assert host_problems("h", with_gpus(dict(gpu(0), persistence_mode="Disabled"), gpu(1)), EXPECT) == []
+
+
+def test_no_gpu_under_the_proprietary_kernel_module_is_e_driver_saying_to_install_the_open_one():
+    said = ("nvidia-smi --query-gpu=... failed with exit status 6 (exit 6: the driver sees no GPU): "
+            "No devices were found")
+    info = {"failed": True, "msg": said, "rc": 6, "stdout": "No devices were found\n", "stderr": "",
+            "kernel_module_flavour": "proprietary"}
+    problems = host_problems("h", observed(gpu_info=info), EXPECT)
+    assert codes(problems) == ["E_DRIVER"]
+    assert "the loaded NVIDIA kernel module is the proprietary flavour, which takes no Blackwell card" in problems[0]["message"]
+    assert "Install the open kernel modules" in problems[0]["message"]
+    # The open flavour, or a flavour not known: the cards themselves (E_GPU), as before.
+    for flavour in ("open", None):
+        assert codes(host_problems("h", observed(gpu_info=dict(info, kernel_module_flavour=flavour)), EXPECT)) == ["E_GPU"]
+
+
 def test_a_gpu_nvidia_smi_cannot_reach_is_e_gpu_naming_its_bus_id():
     seen = with_gpus(gpu(0), gpu(1), unreachable=[{"pci_bus_id": "0000:41:00.0", "error": "Unknown Error"}])
     problems = host_problems("h", seen, dict(EXPECT, gpu_count=3))

@@ -8,6 +8,7 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import nvidia_driver
+from ansible_collections.glm53.tensorfold.plugins.module_utils import nvidia_smi as smi
 
 OPEN_MODULE = ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  "
                "(dvs-builder@U16-I3-B03-4-3)  Thu Sep 25 18:55:19 UTC 2025\n"
@@ -94,3 +95,24 @@ def test_no_gpu_seen_with_a_current_kernel_driver_is_not_told_to_install_a_drive
                     "is 580.65.06")
     assert "lspci -k" in todo
     assert nvidia_driver.driver_problem("/usr/bin/nvidia-smi", 6, "No devices were found\n", "", None, "580")[1] is None
+
+
+def test_no_blackwell_card_under_the_proprietary_kernel_module_says_to_install_the_open_one():
+    # NVIDIA drives Blackwell cards only with its open kernel modules; the proprietary flavour loads
+    # (its /proc line names no "Open") and nvidia-smi finds no device.
+    assert smi.kernel_module_flavour(PROPRIETARY_MODULE) == "proprietary"
+    assert smi.kernel_module_flavour(OPEN_MODULE) == "open" and smi.kernel_module_flavour("") is None
+    what, todo = nvidia_driver.driver_problem("/usr/bin/nvidia-smi", 6, "No devices were found\n", "", "580.95.05",
+                                              "580", "proprietary")
+    assert what == ("nvidia-smi did not report a driver (exit 6: No devices were found); the loaded kernel driver is "
+                    "580.95.05, NVIDIA's proprietary kernel module, which takes no Blackwell card (NVIDIA drives the "
+                    "RTX PRO 6000 Blackwell only with its open kernel modules)")
+    assert todo.startswith("Install the open kernel modules") and "nvidia-driver-580-open" in todo
+    # Older as well: the open modules of a driver for CUDA 13.
+    what, todo = nvidia_driver.driver_problem("/usr/bin/nvidia-smi", 6, "No devices were found\n", "", "570.86.15",
+                                              "580", "proprietary")
+    assert what.endswith("older than 580, the first driver for CUDA 13") and "nvidia-driver-580-open" in todo
+    # The open flavour keeps the advice about the cards themselves.
+    todo = nvidia_driver.driver_problem("/usr/bin/nvidia-smi", 6, "No devices were found\n", "", "580.95.05", "580",
+                                        "open")[1]
+    assert "lspci -k" in todo

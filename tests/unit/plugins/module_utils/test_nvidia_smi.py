@@ -35,7 +35,7 @@ def test_idle_h200_reads_the_same_with_and_without_header_and_units(name):
         "index": 0, "uuid": UUID, "name": "NVIDIA H200", "pci_bus_id": "00000000:00:06.0",
         "memory_total_mib": 143771, "memory_used_mib": 0, "memory_free_mib": 143156,
         "compute_cap": "9.0", "power_limit_w": 700.0, "driver_version": "580.159.04",
-        "mig_mode": "Disabled", "placeholders": {},
+        "mig_mode": "Disabled", "compute_mode": None, "persistence_mode": "Enabled", "placeholders": {},
     }]
 
 
@@ -47,11 +47,11 @@ def test_busy_h200_shows_the_20_gib_held():
 
 def test_the_modules_own_field_order_parses_with_units_and_placeholders():
     header = ("index, uuid, name, pci.bus_id, memory.total [MiB], memory.used [MiB], memory.free [MiB], "
-              "compute_cap, power.limit [W], driver_version, mig.mode.current\n")
+              "compute_cap, power.limit [W], driver_version, mig.mode.current, compute_mode, persistence_mode\n")
     rows = ("0, GPU-a, NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 00000000:01:00.0, 97887 MiB, "
-            "2 MiB, 97250 MiB, 12.0, 400.00 W, 580.95.05, Disabled\n"
+            "2 MiB, 97250 MiB, 12.0, 400.00 W, 580.95.05, Disabled, Default, Enabled\n"
             "1, GPU-b, NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 00000000:02:00.0, 97887 MiB, "
-            "[N/A], [N/A], 12.0, [Not Supported], 580.95.05, [N/A]\n")
+            "[N/A], [N/A], 12.0, [Not Supported], 580.95.05, [N/A], Default, Enabled\n")
     gpus = smi.parse_gpus(header + rows)
     assert [g["index"] for g in gpus] == [0, 1]
     assert gpus[0]["power_limit_w"] == 400.0 and gpus[0]["mig_mode"] == "Disabled"
@@ -62,10 +62,10 @@ def test_the_modules_own_field_order_parses_with_units_and_placeholders():
                                        "power.limit": "[Not Supported]", "mig.mode.current": "[N/A]"}
 
 
-def row(index, used="2", free="97250", power="400.00", mig="Disabled"):
+def row(index, used="2", free="97250", power="400.00", mig="Disabled", mode="Default", persistence="Enabled"):
     """One row of gpu_info's own query (no header, no units), as nvidia-smi prints it."""
     return ("%d, GPU-%d, NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 00000000:0%d:00.0, 97887, %s, %s, "
-            "12.0, %s, 580.95.05, %s\n" % (index, index, index + 1, used, free, power, mig))
+            "12.0, %s, 580.95.05, %s, %s, %s\n" % (index, index, index + 1, used, free, power, mig, mode, persistence))
 
 
 @pytest.mark.parametrize("text", ["[Unknown Error]", "[Insufficient Permissions]", "[GPU requires reset]",
@@ -88,11 +88,30 @@ def test_a_gpu_that_needs_a_reset_or_is_lost_says_so_and_others_do_not():
 def test_mig_mode_is_read_and_the_older_field_list_still_reads():
     assert "mig.mode.current" in smi.GPU_QUERY_FIELDS
     assert [g["mig_mode"] for g in smi.parse_gpus(row(0, mig="Enabled") + row(1, mig="[N/A]"))] == ["Enabled", None]
-    older = smi.GPU_QUERY_FIELDS[:-1]  # the list the H200 recordings of gpu_info's query answer
-    assert smi.parse_gpus(row(0).rsplit(",", 1)[0] + "\n", older)[0]["mig_mode"] is None
+    older = smi.GPU_QUERY_FIELDS[:-3]  # the list the first H200 recordings of gpu_info's query answer
+    assert smi.parse_gpus(row(0).rsplit(",", 3)[0] + "\n", older)[0]["mig_mode"] is None
+    assert smi.parse_gpus(row(0).rsplit(",", 3)[0] + "\n")[0]["mig_mode"] is None
     # A short row among full ones is no answer to either list: an error, not a guess.
     with pytest.raises(smi.NvidiaSmiParseError):
-        smi.parse_gpus(row(0) + row(1).rsplit(",", 1)[0] + "\n")
+        smi.parse_gpus(row(0) + row(1).rsplit(",", 3)[0] + "\n")
+
+
+@pytest.mark.parametrize("mode", ["Default", "Exclusive_Process", "Prohibited"])
+def test_compute_mode_is_read_as_nvidia_smi_prints_it(mode):
+    # nvidia-smi -c sets it; the CSV answer prints Default, Exclusive_Process or Prohibited.
+    assert "compute_mode" in smi.GPU_QUERY_FIELDS
+    gpus = smi.parse_gpus(row(0, mode=mode) + row(1, mode="[N/A]"))
+    assert [g["compute_mode"] for g in gpus] == [mode, None]
+    # The answer to the list before compute_mode was asked reads with it None.
+    assert smi.parse_gpus(row(0).rsplit(",", 2)[0] + "\n")[0]["compute_mode"] is None
+
+
+def test_persistence_mode_is_read_and_the_list_before_it_still_reads():
+    assert smi.GPU_QUERY_FIELDS[-1] == "persistence_mode"
+    gpus = smi.parse_gpus(row(0, persistence="Disabled") + row(1, persistence="[N/A]"))
+    assert [g["persistence_mode"] for g in gpus] == ["Disabled", None]
+    before = smi.parse_gpus(row(0, mode="Prohibited").rsplit(",", 1)[0] + "\n")[0]
+    assert before["compute_mode"] == "Prohibited" and before["persistence_mode"] is None
 
 
 @pytest.mark.parametrize("line,bus,error", [
@@ -316,25 +335,26 @@ def test_memory_in_another_unit_reads_in_mib(value, mib):
 
 @pytest.mark.parametrize("name", ["gpu_info_query_mig", "gpu_info_query_mig_nh"])
 def test_the_gpu_info_modules_query_as_recorded_on_the_h200(name):
-    # The exact field list gpu_info asks today, MIG mode included, answered by a real H200.
-    assert recorded_fields(name, "--query-gpu") == smi.GPU_QUERY_FIELDS
+    # The field list gpu_info asked with MIG mode, answered by a real H200; compute_mode and
+    # persistence_mode, asked since, are the fields it lacks.
+    assert recorded_fields(name, "--query-gpu") + ("compute_mode", "persistence_mode") == smi.GPU_QUERY_FIELDS
     assert smi.parse_gpus(recorded(name)) == [{
         "index": 0, "uuid": "GPU-d2f52e65-61cf-7ab6-ae85-f7bf96a0c6a3", "name": "NVIDIA H200",
         "pci_bus_id": "00000000:00:06.0", "memory_total_mib": 143771, "memory_used_mib": 0,
         "memory_free_mib": 143156, "compute_cap": "9.0", "power_limit_w": 700.0, "driver_version": "580.159.04",
-        "mig_mode": "Disabled", "placeholders": {},
+        "mig_mode": "Disabled", "compute_mode": None, "persistence_mode": None, "placeholders": {},
     }]
 
 
 @pytest.mark.parametrize("name", ["gpu_info_query", "gpu_info_query_nh"])
 def test_the_gpu_info_modules_query_before_mig_mode_as_recorded_on_the_h200(name):
-    # Recorded before mig.mode.current was asked (it is the one field added since); the H200's MIG
-    # mode is in the query_csv recordings. The parser reads the answer to either list.
-    assert recorded_fields(name, "--query-gpu") + ("mig.mode.current",) == smi.GPU_QUERY_FIELDS
+    # Recorded before mig.mode.current, compute_mode and persistence_mode were asked (the fields added
+    # since); the H200's MIG mode is in the query_csv recordings. The parser reads each list's answer.
+    assert recorded_fields(name, "--query-gpu") + smi.OPTIONAL_GPU_FIELDS == smi.GPU_QUERY_FIELDS
     gpus = smi.parse_gpus(recorded(name))
     assert gpus == [{
         "index": 0, "uuid": "GPU-b52f4189-5e10-3862-c8b5-0e9447d38f9f", "name": "NVIDIA H200",
         "pci_bus_id": "00000000:00:06.0", "memory_total_mib": 143771, "memory_used_mib": 0,
         "memory_free_mib": 143156, "compute_cap": "9.0", "power_limit_w": 700.0, "driver_version": "580.159.04",
-        "mig_mode": None, "placeholders": {},
+        "mig_mode": None, "compute_mode": None, "persistence_mode": None, "placeholders": {},
     }]

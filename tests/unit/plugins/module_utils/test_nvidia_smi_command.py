@@ -11,6 +11,8 @@ import threading
 
 import pytest
 
+from ansible_collections.glm53.tensorfold.plugins.module_utils import nvidia_smi as smi
+from ansible_collections.glm53.tensorfold.plugins.module_utils import nvidia_smi_command
 from ansible_collections.glm53.tensorfold.plugins.module_utils.nvidia_smi_command import (
     P2PUnreadable, find_nvidia_smi, read_cards, read_gpu_info, read_p2p, run_nvidia_smi)
 
@@ -103,8 +105,10 @@ def test_a_failing_peer_to_peer_query_carries_its_details():
 
 def gpu_query_answer(gpu_row=None):
     """gpu_info's --query-gpu call and the H200's recorded answer (gpu_info_query_mig_nh, with
-    mig.mode.current); ``gpu_row`` replaces the answer."""
-    args, rc, out, err = recording("gpu_info_query_mig_nh")
+    mig.mode.current; recorded before compute_mode was asked, which it lacks and reads as None);
+    ``gpu_row`` replaces the answer."""
+    _args, rc, out, err = recording("gpu_info_query_mig_nh")
+    args = ["--query-gpu=" + ",".join(smi.GPU_QUERY_FIELDS), "--format=csv,noheader,nounits"]
     return args, rc, gpu_row if gpu_row is not None else out, err
 
 
@@ -275,6 +279,28 @@ def test_a_failed_gpu_query_without_rows_to_read_fails_with_its_cause(rc, out, e
     with pytest.raises(Failed):
         read_gpu_info(module)
     assert said in module.failure["msg"] and module.failure["rc"] == rc
+
+
+@pytest.mark.parametrize("proc,flavour", [
+    ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Thu Sep 25 18:55:19 UTC 2025\n", "proprietary"),
+    ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (dvs-builder@U16-I3-B03-4-3)\n",
+     "open"),
+    (None, None),  # no module loaded: nothing said
+])
+def test_no_gpu_found_says_which_kernel_module_flavour_is_loaded(tmp_path, monkeypatch, proc, flavour):
+    # The proprietary kernel module loads, but NVIDIA drives Blackwell cards only with the open one:
+    # nvidia-smi then finds no GPU (exit 6), the same words as a host without a card.
+    path = tmp_path / "version"
+    if proc:
+        path.write_text(proc)
+    monkeypatch.setattr(nvidia_smi_command, "PROC_VERSION", str(path))
+    answers = gpu_reads()
+    answers[0] = (answers[0][0], 6, "No devices were found\n", "")
+    module = Warned(answers)
+    with pytest.raises(Failed):
+        read_gpu_info(module)
+    assert "exit 6: the driver sees no GPU" in module.failure["msg"]
+    assert module.failure.get("kernel_module_flavour") == flavour
 
 
 def test_a_failed_compute_apps_query_with_only_a_lost_gpu_line_reads_as_no_process():

@@ -66,3 +66,15 @@ def test_a_failing_nvidia_smi_is_a_problem_not_a_failed_task(monkeypatch, run_mo
     result = run_module(nvidia_driver_info)
     assert "rc" not in result and result["nvidia_smi_rc"] == 9 and not result.get("failed")
     assert result["problem"].startswith("nvidia-smi did not report a driver (exit 9: NVIDIA-SMI has failed")
+
+
+def test_no_blackwell_card_under_the_proprietary_kernel_module_names_the_flavour(monkeypatch, run_module, tmp_path):
+    proc = tmp_path / "version"
+    proc.write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Thu Sep 25 18:55:19 UTC 2025\n")
+    monkeypatch.setattr(nvidia_driver_info, "PROC_VERSION", str(proc))
+    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda self, name, **kw: "/usr/bin/" + name)
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", lambda self, argv, **kw: (6, "No devices were found\n", ""))
+    result = run_module(nvidia_driver_info)
+    assert result["kernel_module"] == "580.95.05" and result["kernel_module_flavour"] == "proprietary"
+    assert "proprietary kernel module, which takes no Blackwell card" in result["problem"]
+    assert result["todo"].startswith("Install the open kernel modules")
