@@ -168,14 +168,23 @@ def file_entry(name, data, source, path=None):
 # must not count, even though they contain the same words.
 _BUILD_OUTPUT_CODE_RE = re.compile(r"^(?:#\d+ )?\d+(?:\.\d+)? \[(E_[A-Z_]+)\] (.*?)\s*$", re.MULTILINE)
 _PATCH_RE = re.compile(r"^patch (\S+) does not apply")
+# What a host without the buildx plugin says: community.docker's docker_image_build ("Docker CLI
+# /usr/bin/docker does not have the buildx plugin installed"), the docker CLI run with an unknown
+# subcommand ("docker: 'buildx' is not a docker command." / "unknown command: docker buildx") and
+# Docker 23+'s CLI with DOCKER_BUILDKIT=1 ("BuildKit is enabled but the buildx component is missing").
+_NO_BUILDX_RE = re.compile(r"does not have the buildx plugin|'buildx' is not a docker command|unknown command: docker buildx"
+                           r"|buildx component is missing")
+NO_BUILDX_TODO = ("Install Docker's buildx plugin on the host (docker-buildx-plugin from Docker's apt repository, "
+                  "docker-buildx on Debian trixie and Ubuntu; `docker buildx version` must answer), then run again.")
 
 
 def build_failure(log, engine_commit=""):
     """What a failed image build reports: ``{"code", "what", "patch"}`` from BuildKit's output.
 
     The first coded line a RUN step printed wins (E_PATCHES names the patch that does not apply,
-    E_IMAGE what went wrong); without one, the build's last ``ERROR`` line (or, without one, its
-    last line) is reported as E_IMAGE.
+    E_IMAGE what went wrong); without one, a host without the buildx plugin is E_DOCKER (with a
+    ``todo``), and otherwise the build's last ``ERROR`` line (or, without one, its last line) is
+    reported as E_IMAGE.
     """
     for match in _BUILD_OUTPUT_CODE_RE.finditer(log or ""):
         code, text = match.group(1), match.group(2)
@@ -189,6 +198,11 @@ def build_failure(log, engine_commit=""):
             }
         return {"code": code, "patch": "", "what": text}
     lines = [line.strip() for line in (log or "").splitlines() if line.strip()]
+    no_buildx = [line for line in lines if _NO_BUILDX_RE.search(line)]
+    if no_buildx:
+        return {"code": "E_DOCKER", "patch": "", "todo": NO_BUILDX_TODO,
+                "what": "Docker on this host has no buildx plugin, which the image build needs (BuildKit): %s"
+                % no_buildx[0][:300]}
     errors = [line for line in lines if "ERROR" in line]
     # No ERROR line (the build never started, e.g. buildx missing): the last thing said.
     last = errors[-1] if errors else (lines[-1] if lines else "no output")
@@ -200,4 +214,4 @@ def build_problem(result, host, engine_commit=""):
     ``stderr`` and ``stdout``: BuildKit's output lands in one of them)."""
     log = "\n".join(str(result.get(key) or "") for key in ("msg", "stderr", "stdout"))
     failure = build_failure(log, engine_commit)
-    return problem(failure["code"], host, failure["what"])
+    return problem(failure["code"], host, failure["what"], failure.get("todo"))

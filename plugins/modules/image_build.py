@@ -18,8 +18,8 @@ description:
   - "When the build fails, the result's C(msg) is C([CODE] host: what is wrong. What to do.) -
     C(E_PATCHES) naming the patch that does not apply on O(engine_commit), or C(E_IMAGE) with what
     the failing step printed (Zig checksum, engine commit, missing binary or kernel set), or the
-    build's last C(ERROR) line, or (a build that never started, e.g. without buildx) the last
-    thing the build module said."
+    build's last C(ERROR) line, or (a build that never started) the last thing the build module
+    said; a host without the buildx plugin is C(E_DOCKER) saying how to install it."
   - A module that crashed (no Python, a missing library) keeps Ansible's own message.
   - Only lines a RUN step printed count; the step headers that echo the Dockerfile's text do not.
 author:

@@ -5,6 +5,8 @@ __metaclass__ = type
 
 import os
 
+import pytest
+
 from ansible_collections.glm53.tensorfold.plugins.module_utils.image_inputs import (
     build_failure,
     build_problem,
@@ -187,9 +189,25 @@ def test_a_failed_build_without_a_coded_line_reports_its_last_error_as_e_image()
 
 
 def test_a_build_that_never_started_reports_what_was_said():
-    message = build_problem({"failed": True, "msg": "Error building x:t - code: 125\ndocker: 'buildx' is not a docker "
-                             "command.", "stderr": "", "stdout": ""}, "gpu-c")
-    assert message.startswith("[E_IMAGE] gpu-c: the image build failed: docker: 'buildx' is not a docker command.")
+    message = build_problem({"failed": True, "msg": "Error building x:t - code: 125\nError response from daemon: "
+                             "no space left on device", "stderr": "", "stdout": ""}, "gpu-c")
+    assert message.startswith("[E_IMAGE] gpu-c: the image build failed: Error response from daemon: no space left on device.")
+
+
+@pytest.mark.parametrize("said", [
+    # community.docker's docker_image_build on Docker 20.10 without the plugin (recorded on this controller).
+    "Docker CLI /usr/local/bin/docker does not have the buildx plugin installed",
+    "Error building x:t - code: 125\ndocker: 'buildx' is not a docker command.",
+    # Docker 20.10's CLI run as `docker buildx version` without the plugin (recorded).
+    "docker: unknown command: docker buildx",
+    # Debian's docker.io 20.10 CLI, `DOCKER_BUILDKIT=1 docker build` without the plugin (recorded).
+    "ERROR: BuildKit is enabled but the buildx component is missing or broken.",
+])
+def test_a_host_without_buildx_is_e_docker_with_how_to_install_it(said):
+    message = build_problem({"failed": True, "msg": said, "stderr": "", "stdout": ""}, "gpu-c")
+    assert message.startswith("[E_DOCKER] gpu-c: Docker on this host has no buildx plugin, which the image build needs"), message
+    assert message.endswith("`docker buildx version` must answer), then run again."), message
+    assert "fix the build inputs" not in message
 
 
 def test_inputs_hash_the_series_into_the_build_args_and_tag_all_of_it():
