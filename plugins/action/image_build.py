@@ -12,7 +12,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.glm53.tensorfold.plugins.module_utils.image_inputs import build_problem
+from ansible_collections.glm53.tensorfold.plugins.module_utils.image_inputs import build_problem, log_tail
 from ansible_collections.glm53.tensorfold.plugins.modules import image_build
 
 BUILD_MODULE = "community.docker.docker_image_build"
@@ -50,4 +50,9 @@ class ActionModule(ActionBase):
             # The module's own error (ansible-core 2.19 prints it as the task's error line) gives
             # way to the coded message; BuildKit's output stays in stdout/stderr.
             result.pop("exception", None)
+            # Ansible prints a failed task's whole result: BuildKit's output (thousands of lines for
+            # the engine's build) would bury the coded message, so only its tail stays.
+            for key in ("stdout", "stderr"):
+                if isinstance(result.get(key), str):
+                    result[key] = log_tail(result[key])
         return result

@@ -197,6 +197,9 @@ def build_failure(log, engine_commit=""):
                 % (patch.group(1), engine_commit[:12] or "the pinned commit"),
             }
         return {"code": code, "patch": "", "what": text}
+    step = failed_step(log)
+    if step:
+        return {"code": "E_IMAGE", "patch": "", "what": "the image build failed: %s" % step}
     lines = [line.strip() for line in (log or "").splitlines() if line.strip()]
     no_buildx = [line for line in lines if _NO_BUILDX_RE.search(line)]
     if no_buildx:
@@ -207,6 +210,53 @@ def build_failure(log, engine_commit=""):
     # No ERROR line (the build never started, e.g. buildx missing): the last thing said.
     last = errors[-1] if errors else (lines[-1] if lines else "no output")
     return {"code": "E_IMAGE", "patch": "", "what": "the image build failed: %s" % last[:600]}
+
+
+# BuildKit's plain progress: "#12 [builder  8/10] RUN zig build ..." opens step 12, "#12 3.021 text"
+# is a line the step printed, and "#12 ERROR: ... exit code: 1" ends a failed step (BuildKit 0.8's
+# "executor failed running [...]", later "process \"...\" did not complete successfully").
+_STEP_ERROR_RE = re.compile(r"^#(\d+) ERROR: (.*)$", re.MULTILINE)
+_EXIT_CODE_RE = re.compile(r"exit code: (\d+)")
+_CAUSE_RE = re.compile(r"error|fatal|failed|cannot|not found|no such|denied|killed", re.IGNORECASE)
+STEP_LINES = 5
+
+
+def _short(text, limit):
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def failed_step(log):
+    """The failed step of BuildKit's plain output, short: ``step [builder 8/10] RUN zig build... failed
+    with exit code 1; its last lines: ...`` - the lines it printed that look like a cause (else its
+    last lines), at most STEP_LINES of them. None when the output names no failed step."""
+    errors = list(_STEP_ERROR_RE.finditer(log or ""))
+    if not errors:
+        return None
+    number, error = errors[-1].group(1), errors[-1].group(2)
+    title = re.search(r"^#%s \[([^\]]+)\] (.*)$" % number, log, re.MULTILINE)
+    printed = [match.group(1) for match in re.finditer(r"^#%s \d+(?:\.\d+)? (.*)$" % number, log, re.MULTILINE)
+               if match.group(1).strip()]
+    causes = [line for line in printed if _CAUSE_RE.search(line)] or printed
+    code = _EXIT_CODE_RE.search(error)
+    text = "step [%s] %s failed" % (" ".join(title.group(1).split()), _short(title.group(2), 70)) if title else "a step failed"
+    text += " with exit code %s" % code.group(1) if code else ": %s" % _short(error, 200)
+    if causes:
+        text += "; its last lines: %s" % " | ".join(_short(line, 200) for line in causes[-STEP_LINES:])
+    return text
+
+
+# A failed build's stdout and stderr are kept to their last lines in the task's result (Ansible
+# prints a failed task's whole result): the coded message already holds the cause.
+LOG_TAIL_LINES = 40
+
+
+def log_tail(text, lines=LOG_TAIL_LINES):
+    """The last ``lines`` lines of a build log, with a first line saying how many were left out."""
+    kept = (text or "").splitlines()
+    if len(kept) <= lines:
+        return text
+    return "(%d earlier lines left out)\n%s" % (len(kept) - lines, "\n".join(kept[-lines:]))
 
 
 def build_problem(result, host, engine_commit=""):

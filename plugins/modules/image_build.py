@@ -22,6 +22,8 @@ description:
     said; a host without the buildx plugin is C(E_DOCKER) saying how to install it."
   - A module that crashed (no Python, a missing library) keeps Ansible's own message.
   - Only lines a RUN step printed count; the step headers that echo the Dockerfile's text do not.
+  - A step that failed without a coded line is named with its exit code and at most five lines it
+    printed (those that look like a cause, else its last ones).
 author:
   - glm53.tensorfold contributors (@glm53)
 options:
@@ -91,11 +93,11 @@ image:
   returned: success
   type: dict
 stdout:
-  description: BuildKit's output.
+  description: BuildKit's output; after a failed build only its last 40 lines (Ansible prints a failed task's whole result).
   returned: when the build ran
   type: str
 stderr:
-  description: BuildKit's error output.
+  description: BuildKit's error output; after a failed build only its last 40 lines.
   returned: when the build ran
   type: str
 """

@@ -13,6 +13,7 @@ from ansible_collections.glm53.tensorfold.plugins.module_utils.image_inputs impo
     file_entry,
     image_tag,
     inputs,
+    log_tail,
     order_source,
     patch_number,
     series_hash,
@@ -163,7 +164,38 @@ def test_cached_step_headers_alone_are_not_taken_for_the_cause():
     headers_only = "\n".join(line for line in log.splitlines() if not line.startswith(("#12 0.", "0.")))
     failure = build_failure(headers_only)
     assert failure["code"] == "E_IMAGE"
-    assert failure["what"].startswith("the image build failed: ERROR: failed to solve")
+    assert failure["what"] == ('the image build failed: step [builder 8/10] RUN while IFS= read -r patch; do [ -n "${patch}" ] '
+                               '|| continue; if ... failed with exit code 1')
+
+
+def test_an_uncoded_failed_step_is_named_with_its_exit_code_and_the_lines_that_look_like_its_cause():
+    """Recorded: docker buildx 0.13.1 on Docker 20.10, a step that prints 30 progress lines to stdout
+    and a Zig-style compile error to stderr, then exits 1 (the engine build failing). The summary box
+    BuildKit prints holds only the last 10 lines, none of them the error; the final ERROR line is
+    the command's echo."""
+    log = fixture("engine-build-error.txt")
+    failure = build_failure(log)
+    assert failure["code"] == "E_IMAGE"
+    assert failure["what"].startswith("the image build failed: step [builder 2/2] RUN --mount=type=cache,target=/root/.cache/zig ")
+    assert " failed with exit code 1; its last lines: " in failure["what"]
+    assert "src/engine/attn.zig:412:9: error: expected ';', found 'const'" in failure["what"]
+    assert "compile step" not in failure["what"] and "executor failed running" not in failure["what"]
+    assert len(failure["what"]) < 600
+
+
+def test_a_failed_step_that_printed_no_cause_shows_its_last_lines():
+    log = "#7 [builder 9/10] RUN make\n" + "".join("#7 0.%d line %d\n" % (i, i) for i in range(12)) + \
+          '#7 ERROR: process "/bin/bash -o pipefail -c make" did not complete successfully: exit code: 2\n'
+    assert build_failure(log)["what"] == ("the image build failed: step [builder 9/10] RUN make failed with exit code 2; "
+                                          "its last lines: line 7 | line 8 | line 9 | line 10 | line 11")
+
+
+def test_a_long_build_log_keeps_only_its_tail():
+    log = "\n".join("line %d" % i for i in range(1000))
+    tail = log_tail(log)
+    assert tail.splitlines()[0] == "(960 earlier lines left out)"
+    assert tail.splitlines()[1:] == ["line %d" % i for i in range(960, 1000)]
+    assert log_tail("a\nb") == "a\nb" and log_tail(None) is None
 
 
 def test_a_build_with_no_output_still_reports_e_image():
