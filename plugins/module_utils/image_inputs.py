@@ -174,6 +174,11 @@ _PATCH_RE = re.compile(r"^patch (\S+) does not apply")
 # Docker 23+'s CLI with DOCKER_BUILDKIT=1 ("BuildKit is enabled but the buildx component is missing").
 _NO_BUILDX_RE = re.compile(r"does not have the buildx plugin|'buildx' is not a docker command|unknown command: docker buildx"
                            r"|buildx component is missing")
+# A step, or the daemon writing a layer, that found the disk full (ENOSPC's text, as the kernel's
+# strerror and Go's syscall error both give it). The line that says so is the cause.
+_NO_SPACE_RE = re.compile(r"^.*no space left on device.*$", re.IGNORECASE | re.MULTILINE)
+NO_SPACE_TODO = ("Free space on the filesystem of Docker's data root (docker system df shows what uses it; docker builder "
+                 "prune drops BuildKit's cache), then run again.")
 NO_BUILDX_TODO = ("Install Docker's buildx plugin on the host (docker-buildx-plugin from Docker's apt repository, "
                   "docker-buildx on Debian trixie and Ubuntu; `docker buildx version` must answer), then run again.")
 
@@ -182,8 +187,8 @@ def build_failure(log, engine_commit=""):
     """What a failed image build reports: ``{"code", "what", "patch"}`` from BuildKit's output.
 
     The first coded line a RUN step printed wins (E_PATCHES names the patch that does not apply,
-    E_IMAGE what went wrong); without one, a host without the buildx plugin is E_DOCKER (with a
-    ``todo``), and otherwise the build's last ``ERROR`` line (or, without one, its last line) is
+    E_IMAGE what went wrong); without one, a full disk is E_DISK and a host without the buildx
+    plugin E_DOCKER (both with a ``todo``), and otherwise the build's last ``ERROR`` line (or, without one, its last line) is
     reported as E_IMAGE.
     """
     for match in _BUILD_OUTPUT_CODE_RE.finditer(log or ""):
@@ -197,6 +202,10 @@ def build_failure(log, engine_commit=""):
                 % (patch.group(1), engine_commit[:12] or "the pinned commit"),
             }
         return {"code": code, "patch": "", "what": text}
+    full = _NO_SPACE_RE.search(log or "")
+    if full:
+        return {"code": "E_DISK", "patch": "", "todo": NO_SPACE_TODO,
+                "what": "the image build ran out of disk space: %s" % _short(full.group(0), 300)}
     step = failed_step(log)
     if step:
         return {"code": "E_IMAGE", "patch": "", "what": "the image build failed: %s" % step}

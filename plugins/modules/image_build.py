@@ -19,7 +19,8 @@ description:
     C(E_PATCHES) naming the patch that does not apply on O(engine_commit), or C(E_IMAGE) with what
     the failing step printed (Zig checksum, engine commit, missing binary or kernel set), or the
     build's last C(ERROR) line, or (a build that never started) the last thing the build module
-    said; a host without the buildx plugin is C(E_DOCKER) saying how to install it."
+    said; a host without the buildx plugin is C(E_DOCKER) saying how to install it, a build that
+    ran out of disk space C(E_DISK)."
   - A module that crashed (no Python, a missing library) keeps Ansible's own message.
   - Only lines a RUN step printed count; the step headers that echo the Dockerfile's text do not.
   - A step that failed without a coded line is named with its exit code and at most five lines it

@@ -190,6 +190,17 @@ def test_a_failed_step_that_printed_no_cause_shows_its_last_lines():
                                           "its last lines: line 7 | line 8 | line 9 | line 10 | line 11")
 
 
+def test_a_full_disk_is_e_disk_with_how_to_free_docker_space():
+    """Recorded: docker buildx 0.13.1 on Docker 20.10, a step whose cp writes to /dev/full (ENOSPC)."""
+    message = build_problem({"failed": True, "msg": "Error building", "stderr": fixture("disk-full.txt")}, "gpu-a")
+    assert message.startswith("[E_DISK] gpu-a: the image build ran out of disk space: "
+                              "#5 0.213 cp: error writing '/dev/full': No space left on device. Free space on the filesystem "
+                              "of Docker's data root"), message
+    # The daemon's own ENOSPC while it writes a layer reaches the operator the same way.
+    daemon = "ERROR: failed to solve: failed to copy files: write /var/lib/docker/tmp/x: no space left on device"
+    assert build_failure(daemon)["code"] == "E_DISK"
+
+
 def test_a_long_build_log_keeps_only_its_tail():
     log = "\n".join("line %d" % i for i in range(1000))
     tail = log_tail(log)
@@ -221,9 +232,9 @@ def test_a_failed_build_without_a_coded_line_reports_its_last_error_as_e_image()
 
 
 def test_a_build_that_never_started_reports_what_was_said():
-    message = build_problem({"failed": True, "msg": "Error building x:t - code: 125\nError response from daemon: "
-                             "no space left on device", "stderr": "", "stdout": ""}, "gpu-c")
-    assert message.startswith("[E_IMAGE] gpu-c: the image build failed: Error response from daemon: no space left on device.")
+    message = build_problem({"failed": True, "msg": '"/srv/ctx/Dockerfile" is not an existing file', "stderr": "",
+                             "stdout": ""}, "gpu-c")
+    assert message.startswith('[E_IMAGE] gpu-c: the image build failed: "/srv/ctx/Dockerfile" is not an existing file.')
 
 
 @pytest.mark.parametrize("said", [
