@@ -167,7 +167,7 @@ def file_entry(name, data, source, path=None):
 # Step headers ("#12 [builder 8/10] RUN ... echo "[E_PATCHES] ...") echo the command text and
 # must not count, even though they contain the same words.
 _BUILD_OUTPUT_CODE_RE = re.compile(r"^(?:#\d+ )?\d+(?:\.\d+)? \[(E_[A-Z_]+)\] (.*?)\s*$", re.MULTILINE)
-_PATCH_RE = re.compile(r"^patch (\S+) does not apply")
+_PATCH_RE = re.compile(r"^patch (\S+) does not apply.*?( \(its lines end in CRLF[^)]*\))?$")
 # What a host without the buildx plugin says: community.docker's docker_image_build ("Docker CLI
 # /usr/bin/docker does not have the buildx plugin installed"), the docker CLI run with an unknown
 # subcommand ("docker: 'buildx' is not a docker command." / "unknown command: docker buildx") and
@@ -198,8 +198,8 @@ def build_failure(log, engine_commit=""):
             return {
                 "code": code,
                 "patch": patch.group(1),
-                "what": "patch %s does not apply cleanly on TensorFold %s after the patches before it"
-                % (patch.group(1), engine_commit[:12] or "the pinned commit"),
+                "what": "patch %s does not apply cleanly on TensorFold %s after the patches before it%s"
+                % (patch.group(1), engine_commit[:12] or "the pinned commit", patch.group(2) or ""),
             }
         return {"code": code, "patch": "", "what": text}
     full = _NO_SPACE_RE.search(log or "")

@@ -152,6 +152,17 @@ def test_a_conflicting_patch_is_named_from_real_buildx_output():
                                "94264f315cef after the patches before it")
 
 
+def test_a_crlf_patch_keeps_the_dockerfiles_note_on_why():
+    log = ("#12 0.041 error: patch failed: native/series.txt:1\n#12 0.041 [E_PATCHES] patch 0002-b.patch does not apply "
+           "cleanly on abc after the patches before it (its lines end in CRLF: git apply, unlike GNU patch, keeps the CRs, "
+           "so they match only files with CRLF endings)\n")
+    failure = build_failure(log, "94264f315cef21670e528eb864de869e90f2a395")
+    assert failure["patch"] == "0002-b.patch"
+    assert failure["what"] == ("patch 0002-b.patch does not apply cleanly on TensorFold 94264f315cef after the patches before "
+                               "it (its lines end in CRLF: git apply, unlike GNU patch, keeps the CRs, so they match only "
+                               "files with CRLF endings)")
+
+
 def test_a_zig_checksum_mismatch_is_an_e_image_from_the_failing_step():
     """Recorded: the same build with a wrong ZIG_SHA256; cached steps' headers also mention E_IMAGE."""
     failure = build_failure(fixture("zig-checksum-mismatch.txt"))
