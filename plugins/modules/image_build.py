@@ -21,6 +21,8 @@ description:
     build's last C(ERROR) line, or (a build that never started) the last thing the build module
     said; a host without the buildx plugin is C(E_DOCKER) saying how to install it, a build that
     ran out of disk space C(E_DISK)."
+  - A build that succeeds but leaves no image under O(name):O(tag) in Docker's image store (the
+    host's current buildx builder is not Docker's own, e.g. a docker-container builder) fails with C(E_DOCKER).
   - A module that crashed (no Python, a missing library) keeps Ansible's own message.
   - Only lines a RUN step printed count; the step headers that echo the Dockerfile's text do not.
   - A step that failed without a coded line is named with its exit code and at most five lines it

@@ -87,6 +87,27 @@ def test_a_conflicting_patch_fails_the_task_naming_the_patch():
     assert "exception" not in result  # ansible-core would print the module's own error as the task's error line
 
 
+def test_a_build_that_left_no_image_fails_with_e_docker_naming_the_builder():
+    """buildx with a docker-container builder as the host's current one builds into its cache only and
+    exits 0 with this warning (buildx's wording, as reported in uraimo/run-on-arch-action#126);
+    docker_image_build then returns success with an empty ``image``."""
+    warning = ("WARNING: No output specified with docker-container driver. Build result will only remain in the build "
+               "cache. To push result image into registry use --push or to load image into docker use --load")
+    plugin = action(ARGS, {"changed": True, "image": {}, "stdout": "#14 DONE 0.1s", "stderr": warning})[0]
+    result = plugin.run(task_vars={"inventory_hostname": "gpu-a"})
+    assert result["failed"] is True
+    assert result["msg"].startswith("[E_DOCKER] gpu-a: the build of tensorfold-native:3f6c2a9d0b1e4f57 succeeded but left no "
+                                    "image in Docker's image store, so the host's buildx builder is not Docker's own "
+                                    "(WARNING: No output specified with docker-container driver."), result["msg"]
+    assert result["msg"].endswith("(docker buildx use default; docker buildx ls marks the current builder with *), then run again.")
+
+
+def test_an_image_already_there_or_check_mode_is_not_taken_for_a_lost_build():
+    for answer in ({"changed": False, "image": {"Id": "sha256:abc"}}, {"changed": True, "image": {}, "actions": []}):
+        result = action(ARGS, answer)[0].run(task_vars={"inventory_hostname": "gpu-a"})
+        assert not result.get("failed"), answer
+
+
 def test_a_module_that_crashed_keeps_ansibles_own_account():
     crashed = {"failed": True, "msg": "MODULE FAILURE: No start of json char found", "module_stderr": "python3: not found",
                "rc": 127}
