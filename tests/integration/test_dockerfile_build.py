@@ -3,8 +3,8 @@ failing step, and the build's output read into its code as the image_build actio
 
 Needs the buildx plugin (``docker buildx version``; DOCKER_CONFIG may point at a folder whose
 cli-plugins/ holds it) and the local base image glm53-test/image-base; skipped without them.
-Nothing is pulled and no image is tagged (every build here fails or stops at the builder stage
-without --load). The builds that get past the Zig step fetch the TensorFold source stand-ins
+Nothing is pulled and no image is left behind (every build here fails or stops at the builder
+stage with --output type=cacheonly). The builds that get past the Zig step fetch the TensorFold source stand-ins
 (tests/standins/tensorfold_source/make_standins.sh) from a loopback HTTP server (--network host).
 """
 
@@ -52,7 +52,8 @@ def build(tmp_path, patches=(), network="none", **args):
         (tmp_path / "patches" / name).write_bytes(data)
     (tmp_path / "patches" / "series").write_text("".join(name + "\n" for name, _ in patches))
     (tmp_path / "Dockerfile").write_text(text)
-    command = ["docker", "buildx", "build", "--progress=plain", "--network", network, "--target", "builder",
+    # cacheonly: a stage that builds leaves no (dangling) image behind, only BuildKit's cache.
+    command = ["docker", "buildx", "build", "--progress=plain", "--output", "type=cacheonly", "--network", network, "--target", "builder",
                "--build-arg", "BUILDER_IMAGE=" + BASE, "--build-arg", "RUNTIME_IMAGE=" + BASE]
     for name, value in args.items():
         command += ["--build-arg", "%s=%s" % (name, value)]
