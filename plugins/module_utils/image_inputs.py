@@ -167,15 +167,29 @@ def file_entry(name, data, source, path=None):
 # Step headers ("#12 [builder 8/10] RUN ... echo "[E_PATCHES] ...") echo the command text and
 # must not count, even though they contain the same words.
 _BUILD_OUTPUT_CODE_RE = re.compile(r"^(?:#\d+ )?\d+(?:\.\d+)? \[(E_[A-Z_]+)\] (.*?)\s*$", re.MULTILINE)
-_PATCH_RE = re.compile(r"^patch (\S+) does not apply")
+_PATCH_RE = re.compile(r"^patch (\S+) does not apply.*?( \(its lines end in CRLF[^)]*\))?$")
+# What a host without the buildx plugin says: community.docker's docker_image_build ("Docker CLI
+# /usr/bin/docker does not have the buildx plugin installed"), the docker CLI run with an unknown
+# subcommand ("docker: 'buildx' is not a docker command." / "unknown command: docker buildx") and
+# Docker 23+'s CLI with DOCKER_BUILDKIT=1 ("BuildKit is enabled but the buildx component is missing").
+_NO_BUILDX_RE = re.compile(r"does not have the buildx plugin|'buildx' is not a docker command|unknown command: docker buildx"
+                           r"|buildx component is missing")
+# A step, or the daemon writing a layer, that found the disk full (ENOSPC's text, as the kernel's
+# strerror and Go's syscall error both give it). The line that says so is the cause.
+_NO_SPACE_RE = re.compile(r"^.*no space left on device.*$", re.IGNORECASE | re.MULTILINE)
+NO_SPACE_TODO = ("Free space on the filesystem of Docker's data root (docker system df shows what uses it; docker builder "
+                 "prune drops BuildKit's cache), then run again.")
+NO_BUILDX_TODO = ("Install Docker's buildx plugin on the host (docker-buildx-plugin from Docker's apt repository, "
+                  "docker-buildx on Debian trixie and Ubuntu; `docker buildx version` must answer), then run again.")
 
 
 def build_failure(log, engine_commit=""):
     """What a failed image build reports: ``{"code", "what", "patch"}`` from BuildKit's output.
 
     The first coded line a RUN step printed wins (E_PATCHES names the patch that does not apply,
-    E_IMAGE what went wrong); without one, the build's last ``ERROR`` line (or, without one, its
-    last line) is reported as E_IMAGE.
+    E_IMAGE what went wrong); without one, a full disk is E_DISK and a host without the buildx
+    plugin E_DOCKER (both with a ``todo``), and otherwise the build's last ``ERROR`` line (or, without one, its last line) is
+    reported as E_IMAGE.
     """
     for match in _BUILD_OUTPUT_CODE_RE.finditer(log or ""):
         code, text = match.group(1), match.group(2)
@@ -184,15 +198,74 @@ def build_failure(log, engine_commit=""):
             return {
                 "code": code,
                 "patch": patch.group(1),
-                "what": "patch %s does not apply cleanly on TensorFold %s after the patches before it"
-                % (patch.group(1), engine_commit[:12] or "the pinned commit"),
+                "what": "patch %s does not apply cleanly on TensorFold %s after the patches before it%s"
+                % (patch.group(1), engine_commit[:12] or "the pinned commit", patch.group(2) or ""),
             }
         return {"code": code, "patch": "", "what": text}
+    full = _NO_SPACE_RE.search(log or "")
+    if full:
+        return {"code": "E_DISK", "patch": "", "todo": NO_SPACE_TODO,
+                "what": "the image build ran out of disk space: %s" % _short(full.group(0), 300)}
+    step = failed_step(log)
+    if step:
+        return {"code": "E_IMAGE", "patch": "", "what": "the image build failed: %s" % step}
     lines = [line.strip() for line in (log or "").splitlines() if line.strip()]
+    no_buildx = [line for line in lines if _NO_BUILDX_RE.search(line)]
+    if no_buildx:
+        return {"code": "E_DOCKER", "patch": "", "todo": NO_BUILDX_TODO,
+                "what": "Docker on this host has no buildx plugin, which the image build needs (BuildKit): %s"
+                % no_buildx[0][:300]}
     errors = [line for line in lines if "ERROR" in line]
     # No ERROR line (the build never started, e.g. buildx missing): the last thing said.
     last = errors[-1] if errors else (lines[-1] if lines else "no output")
     return {"code": "E_IMAGE", "patch": "", "what": "the image build failed: %s" % last[:600]}
+
+
+# BuildKit's plain progress: "#12 [builder  8/10] RUN zig build ..." opens step 12, "#12 3.021 text"
+# is a line the step printed, and "#12 ERROR: ... exit code: 1" ends a failed step (BuildKit 0.8's
+# "executor failed running [...]", later "process \"...\" did not complete successfully").
+_STEP_ERROR_RE = re.compile(r"^#(\d+) ERROR: (.*)$", re.MULTILINE)
+_EXIT_CODE_RE = re.compile(r"exit code: (\d+)")
+_CAUSE_RE = re.compile(r"error|fatal|failed|cannot|not found|no such|denied|killed", re.IGNORECASE)
+STEP_LINES = 5
+
+
+def _short(text, limit):
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def failed_step(log):
+    """The failed step of BuildKit's plain output, short: ``step [builder 8/10] RUN zig build... failed
+    with exit code 1; its last lines: ...`` - the lines it printed that look like a cause (else its
+    last lines), at most STEP_LINES of them. None when the output names no failed step."""
+    errors = list(_STEP_ERROR_RE.finditer(log or ""))
+    if not errors:
+        return None
+    number, error = errors[-1].group(1), errors[-1].group(2)
+    title = re.search(r"^#%s \[([^\]]+)\] (.*)$" % number, log, re.MULTILINE)
+    printed = [match.group(1) for match in re.finditer(r"^#%s \d+(?:\.\d+)? (.*)$" % number, log, re.MULTILINE)
+               if match.group(1).strip()]
+    causes = [line for line in printed if _CAUSE_RE.search(line)] or printed
+    code = _EXIT_CODE_RE.search(error)
+    text = "step [%s] %s failed" % (" ".join(title.group(1).split()), _short(title.group(2), 70)) if title else "a step failed"
+    text += " with exit code %s" % code.group(1) if code else ": %s" % _short(error, 200)
+    if causes:
+        text += "; its last lines: %s" % " | ".join(_short(line, 200) for line in causes[-STEP_LINES:])
+    return text
+
+
+# A failed build's stdout and stderr are kept to their last lines in the task's result (Ansible
+# prints a failed task's whole result): the coded message already holds the cause.
+LOG_TAIL_LINES = 40
+
+
+def log_tail(text, lines=LOG_TAIL_LINES):
+    """The last ``lines`` lines of a build log, with a first line saying how many were left out."""
+    kept = (text or "").splitlines()
+    if len(kept) <= lines:
+        return text
+    return "(%d earlier lines left out)\n%s" % (len(kept) - lines, "\n".join(kept[-lines:]))
 
 
 def build_problem(result, host, engine_commit=""):
@@ -200,4 +273,4 @@ def build_problem(result, host, engine_commit=""):
     ``stderr`` and ``stdout``: BuildKit's output lands in one of them)."""
     log = "\n".join(str(result.get(key) or "") for key in ("msg", "stderr", "stdout"))
     failure = build_failure(log, engine_commit)
-    return problem(failure["code"], host, failure["what"])
+    return problem(failure["code"], host, failure["what"], failure.get("todo"))

@@ -18,10 +18,15 @@ description:
   - "When the build fails, the result's C(msg) is C([CODE] host: what is wrong. What to do.) -
     C(E_PATCHES) naming the patch that does not apply on O(engine_commit), or C(E_IMAGE) with what
     the failing step printed (Zig checksum, engine commit, missing binary or kernel set), or the
-    build's last C(ERROR) line, or (a build that never started, e.g. without buildx) the last
-    thing the build module said."
+    build's last C(ERROR) line, or (a build that never started) the last thing the build module
+    said; a host without the buildx plugin is C(E_DOCKER) saying how to install it, a build that
+    ran out of disk space C(E_DISK)."
+  - A build that succeeds but leaves no image under O(name):O(tag) in Docker's image store (the
+    host's current buildx builder is not Docker's own, e.g. a docker-container builder) fails with C(E_DOCKER).
   - A module that crashed (no Python, a missing library) keeps Ansible's own message.
   - Only lines a RUN step printed count; the step headers that echo the Dockerfile's text do not.
+  - A step that failed without a coded line is named with its exit code and at most five lines it
+    printed (those that look like a cause, else its last ones).
 author:
   - glm53.tensorfold contributors (@glm53)
 options:
@@ -91,11 +96,11 @@ image:
   returned: success
   type: dict
 stdout:
-  description: BuildKit's output.
+  description: BuildKit's output; after a failed build only its last 40 lines (Ansible prints a failed task's whole result).
   returned: when the build ran
   type: str
 stderr:
-  description: BuildKit's error output.
+  description: BuildKit's error output; after a failed build only its last 40 lines.
   returned: when the build ran
   type: str
 """

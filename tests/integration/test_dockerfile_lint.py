@@ -51,6 +51,9 @@ def test_default_render_carries_the_engine_build_facts():
     assert "TENSORFOLD_CUDA_KERNELS=${TENSORFOLD_KERNELS}" in text
     assert "git apply --check" in text and "[E_PATCHES] patch ${patch}" in text
     assert "rev-parse HEAD" in text and "sha256sum --check" in text
+    # A failed download or clone says so (E_DOWNLOAD), not a checksum mismatch or BuildKit's command echo.
+    assert '[E_DOWNLOAD] could not download ${ZIG_URL}' in text
+    assert text.count('echo "${cloned}"; exit 1') == 2 and '[E_DOWNLOAD] could not clone ${TENSORFOLD_REPO}' in text
     assert "--mount=type=cache" in text
     assert "AS builder" in text and "AS runtime" in text
 

@@ -80,9 +80,32 @@ def test_a_conflicting_patch_fails_the_task_naming_the_patch():
     assert result["failed"] is True
     assert result["msg"].startswith("[E_PATCHES] gpu-a: patch 0101-conflicting-change.patch does not apply cleanly "
                                     "on TensorFold 94264f315cef after the patches before it.")
-    assert result["stderr"] == log  # the whole output stays in the result for -v
+    # Ansible prints a failed task's whole result: only the log's tail stays, the cause is in msg.
+    assert result["stderr"].splitlines()[0] == "(%d earlier lines left out)" % (len(log.splitlines()) - 40)
+    assert result["stderr"].splitlines()[1:] == log.splitlines()[-40:]
     assert len(calls) == 1  # one build: a failed one is not tried again
     assert "exception" not in result  # ansible-core would print the module's own error as the task's error line
+
+
+def test_a_build_that_left_no_image_fails_with_e_docker_naming_the_builder():
+    """buildx with a docker-container builder as the host's current one builds into its cache only and
+    exits 0 with this warning (buildx's wording, as reported in uraimo/run-on-arch-action#126);
+    docker_image_build then returns success with an empty ``image``."""
+    warning = ("WARNING: No output specified with docker-container driver. Build result will only remain in the build "
+               "cache. To push result image into registry use --push or to load image into docker use --load")
+    plugin = action(ARGS, {"changed": True, "image": {}, "stdout": "#14 DONE 0.1s", "stderr": warning})[0]
+    result = plugin.run(task_vars={"inventory_hostname": "gpu-a"})
+    assert result["failed"] is True
+    assert result["msg"].startswith("[E_DOCKER] gpu-a: the build of tensorfold-native:3f6c2a9d0b1e4f57 succeeded but left no "
+                                    "image in Docker's image store, so the host's buildx builder is not Docker's own "
+                                    "(WARNING: No output specified with docker-container driver."), result["msg"]
+    assert result["msg"].endswith("(docker buildx use default; docker buildx ls marks the current builder with *), then run again.")
+
+
+def test_an_image_already_there_or_check_mode_is_not_taken_for_a_lost_build():
+    for answer in ({"changed": False, "image": {"Id": "sha256:abc"}}, {"changed": True, "image": {}, "actions": []}):
+        result = action(ARGS, answer)[0].run(task_vars={"inventory_hostname": "gpu-a"})
+        assert not result.get("failed"), answer
 
 
 def test_a_module_that_crashed_keeps_ansibles_own_account():

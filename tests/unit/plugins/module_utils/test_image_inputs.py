@@ -5,12 +5,15 @@ __metaclass__ = type
 
 import os
 
+import pytest
+
 from ansible_collections.glm53.tensorfold.plugins.module_utils.image_inputs import (
     build_failure,
     build_problem,
     file_entry,
     image_tag,
     inputs,
+    log_tail,
     order_source,
     patch_number,
     series_hash,
@@ -149,6 +152,17 @@ def test_a_conflicting_patch_is_named_from_real_buildx_output():
                                "94264f315cef after the patches before it")
 
 
+def test_a_crlf_patch_keeps_the_dockerfiles_note_on_why():
+    log = ("#12 0.041 error: patch failed: native/series.txt:1\n#12 0.041 [E_PATCHES] patch 0002-b.patch does not apply "
+           "cleanly on abc after the patches before it (its lines end in CRLF: git apply, unlike GNU patch, keeps the CRs, "
+           "so they match only files with CRLF endings)\n")
+    failure = build_failure(log, "94264f315cef21670e528eb864de869e90f2a395")
+    assert failure["patch"] == "0002-b.patch"
+    assert failure["what"] == ("patch 0002-b.patch does not apply cleanly on TensorFold 94264f315cef after the patches before "
+                               "it (its lines end in CRLF: git apply, unlike GNU patch, keeps the CRs, so they match only "
+                               "files with CRLF endings)")
+
+
 def test_a_zig_checksum_mismatch_is_an_e_image_from_the_failing_step():
     """Recorded: the same build with a wrong ZIG_SHA256; cached steps' headers also mention E_IMAGE."""
     failure = build_failure(fixture("zig-checksum-mismatch.txt"))
@@ -161,7 +175,49 @@ def test_cached_step_headers_alone_are_not_taken_for_the_cause():
     headers_only = "\n".join(line for line in log.splitlines() if not line.startswith(("#12 0.", "0.")))
     failure = build_failure(headers_only)
     assert failure["code"] == "E_IMAGE"
-    assert failure["what"].startswith("the image build failed: ERROR: failed to solve")
+    assert failure["what"] == ('the image build failed: step [builder 8/10] RUN while IFS= read -r patch; do [ -n "${patch}" ] '
+                               '|| continue; if ... failed with exit code 1')
+
+
+def test_an_uncoded_failed_step_is_named_with_its_exit_code_and_the_lines_that_look_like_its_cause():
+    """Recorded: docker buildx 0.13.1 on Docker 20.10, a step that prints 30 progress lines to stdout
+    and a Zig-style compile error to stderr, then exits 1 (the engine build failing). The summary box
+    BuildKit prints holds only the last 10 lines, none of them the error; the final ERROR line is
+    the command's echo."""
+    log = fixture("engine-build-error.txt")
+    failure = build_failure(log)
+    assert failure["code"] == "E_IMAGE"
+    assert failure["what"].startswith("the image build failed: step [builder 2/2] RUN --mount=type=cache,target=/root/.cache/zig ")
+    assert " failed with exit code 1; its last lines: " in failure["what"]
+    assert "src/engine/attn.zig:412:9: error: expected ';', found 'const'" in failure["what"]
+    assert "compile step" not in failure["what"] and "executor failed running" not in failure["what"]
+    assert len(failure["what"]) < 600
+
+
+def test_a_failed_step_that_printed_no_cause_shows_its_last_lines():
+    log = "#7 [builder 9/10] RUN make\n" + "".join("#7 0.%d line %d\n" % (i, i) for i in range(12)) + \
+          '#7 ERROR: process "/bin/bash -o pipefail -c make" did not complete successfully: exit code: 2\n'
+    assert build_failure(log)["what"] == ("the image build failed: step [builder 9/10] RUN make failed with exit code 2; "
+                                          "its last lines: line 7 | line 8 | line 9 | line 10 | line 11")
+
+
+def test_a_full_disk_is_e_disk_with_how_to_free_docker_space():
+    """Recorded: docker buildx 0.13.1 on Docker 20.10, a step whose cp writes to /dev/full (ENOSPC)."""
+    message = build_problem({"failed": True, "msg": "Error building", "stderr": fixture("disk-full.txt")}, "gpu-a")
+    assert message.startswith("[E_DISK] gpu-a: the image build ran out of disk space: "
+                              "#5 0.213 cp: error writing '/dev/full': No space left on device. Free space on the filesystem "
+                              "of Docker's data root"), message
+    # The daemon's own ENOSPC while it writes a layer reaches the operator the same way.
+    daemon = "ERROR: failed to solve: failed to copy files: write /var/lib/docker/tmp/x: no space left on device"
+    assert build_failure(daemon)["code"] == "E_DISK"
+
+
+def test_a_long_build_log_keeps_only_its_tail():
+    log = "\n".join("line %d" % i for i in range(1000))
+    tail = log_tail(log)
+    assert tail.splitlines()[0] == "(960 earlier lines left out)"
+    assert tail.splitlines()[1:] == ["line %d" % i for i in range(960, 1000)]
+    assert log_tail("a\nb") == "a\nb" and log_tail(None) is None
 
 
 def test_a_build_with_no_output_still_reports_e_image():
@@ -187,9 +243,25 @@ def test_a_failed_build_without_a_coded_line_reports_its_last_error_as_e_image()
 
 
 def test_a_build_that_never_started_reports_what_was_said():
-    message = build_problem({"failed": True, "msg": "Error building x:t - code: 125\ndocker: 'buildx' is not a docker "
-                             "command.", "stderr": "", "stdout": ""}, "gpu-c")
-    assert message.startswith("[E_IMAGE] gpu-c: the image build failed: docker: 'buildx' is not a docker command.")
+    message = build_problem({"failed": True, "msg": '"/srv/ctx/Dockerfile" is not an existing file', "stderr": "",
+                             "stdout": ""}, "gpu-c")
+    assert message.startswith('[E_IMAGE] gpu-c: the image build failed: "/srv/ctx/Dockerfile" is not an existing file.')
+
+
+@pytest.mark.parametrize("said", [
+    # community.docker's docker_image_build on Docker 20.10 without the plugin (recorded on this controller).
+    "Docker CLI /usr/local/bin/docker does not have the buildx plugin installed",
+    "Error building x:t - code: 125\ndocker: 'buildx' is not a docker command.",
+    # Docker 20.10's CLI run as `docker buildx version` without the plugin (recorded).
+    "docker: unknown command: docker buildx",
+    # Debian's docker.io 20.10 CLI, `DOCKER_BUILDKIT=1 docker build` without the plugin (recorded).
+    "ERROR: BuildKit is enabled but the buildx component is missing or broken.",
+])
+def test_a_host_without_buildx_is_e_docker_with_how_to_install_it(said):
+    message = build_problem({"failed": True, "msg": said, "stderr": "", "stdout": ""}, "gpu-c")
+    assert message.startswith("[E_DOCKER] gpu-c: Docker on this host has no buildx plugin, which the image build needs"), message
+    assert message.endswith("`docker buildx version` must answer), then run again."), message
+    assert "fix the build inputs" not in message
 
 
 def test_inputs_hash_the_series_into_the_build_args_and_tag_all_of_it():
