@@ -37,6 +37,7 @@ RUN_ONLY = frozenset((
     "fleet_report_dir", "fleet_report_hosts", "fleet_report_keep_history", "fleet_report_slow_ratio",
     "gpu_host_checks_report_dir", "tensorfold_image_show_series", "tensorfold_image_archive_timeout",
     "weights_fetch_progress_interval", "weights_fetch_idle_timeout", "weights_fetch_timeout",
+    "weights_fetch_peer_fanout", "weights_fetch_peer_address",
     "smoke_test_timeout",
 ))
 

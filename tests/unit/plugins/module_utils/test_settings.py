@@ -130,6 +130,8 @@ def test_boolean_is_not_a_stream_count():
     ("tensorfold_max_fail_percentage", 101),
     ("tensorfold_max_fail_percentage", -1),
     ("tensorfold_restart_max_fail_percentage", 150),
+    ("weights_fetch_peer_fanout", -1),
+    ("weights_fetch_peer_fanout", "two"),
     ("tensorfold_serial", "abc"),
     ("tensorfold_serial", "0"),
     ("tensorfold_serial", "150%"),
