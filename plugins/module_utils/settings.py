@@ -379,7 +379,9 @@ def check_settings(settings, host, groups=None, defaults=None):
             ("tensorfold_parallel", lambda v: v == "auto" or 1 <= v <= MAX_PARALLEL,
              "Use a number of streams from 1 to %d, or auto." % MAX_PARALLEL),
             ("tensorfold_context", lambda v: v == "auto" or MIN_CONTEXT <= v <= MAX_CONTEXT,
-             "Use a window from %d to %d tokens, or auto (the largest that fits)." % (MIN_CONTEXT, MAX_CONTEXT))):
+             "Use a window from %d to %d tokens, or auto (the largest that fits)." % (MIN_CONTEXT, MAX_CONTEXT)),
+            ("weights_fetch_peer_fanout", lambda v: v == "auto" or v >= 0,
+             "Use auto, 0 (every peer copies from the seed at once) or the number of peers one host serves at once, such as 1.")):
         if has(name):
             raw = settings[name]
             parsed = parse_parallel(raw)
@@ -402,9 +404,7 @@ def check_settings(settings, host, groups=None, defaults=None):
             ("tensorfold_max_gpu_used_mib", 0, None, "Use a number of MiB, 0 or more (4096 by default)."),
             ("tensorfold_min_gpu_free_mib", 0, None, "Use a number of MiB, 0 or more (88000 by default)."),
             ("tensorfold_max_fail_percentage", 0, 100, "Use a percentage from 0 to 100."),
-            ("tensorfold_restart_max_fail_percentage", 0, 100, "Use a percentage from 0 to 100."),
-            ("weights_fetch_peer_fanout", 0, None,
-             "Use 0 (every peer copies from the seed at once) or the number of peers one host serves at once, such as 2.")):
+            ("tensorfold_restart_max_fail_percentage", 0, 100, "Use a percentage from 0 to 100.")):
         if has(name):
             value = plain_int(settings[name])
             if value is None or value < low or (high is not None and value > high):

@@ -28,7 +28,7 @@ def hub_fixture(tmp_path_factory):
         yield url
 
 
-def waves_run(tmp_path, hub, fanout, host_vars=None):
+def waves_run(tmp_path, hub, fanout, host_vars=None, extra_args=()):
     playbook, inventory, unused = write_run(tmp_path, hub, idle=120, names=NAMES)
     data = json.loads(inventory.read_text())
     data["all"]["vars"]["weights_fetch_peer_fanout"] = fanout
@@ -37,7 +37,7 @@ def waves_run(tmp_path, hub, fanout, host_vars=None):
             data["all"]["hosts"][name]["ansible_host"] = "127.0.0.%d" % (number + 1)
         data["all"]["hosts"][name].update((host_vars or {}).get(name, {}))
     inventory.write_text(json.dumps(data))
-    return run_playbook(playbook, inventory, tmp_path, timeout=400)
+    return run_playbook(playbook, inventory, tmp_path, extra_args=extra_args, timeout=400)
 
 
 def hosts_of(out, task):
@@ -99,3 +99,14 @@ def test_a_peer_whose_copy_failed_serves_no_later_wave(tmp_path, hub):
     for name in ("peer-b", "peer-c"):
         assert copied(tmp_path, name), name
     assert hosts_of(out, "Start serving the verified copy") == [["seed"], ["seed"]]
+
+
+@pytest.mark.parametrize("wave_bytes, servers", [("1", [["seed"], ["seed", "peer-a"]]), ("34359738368", [["seed"]])])
+def test_auto_copies_in_waves_only_once_a_peer_copies_enough(tmp_path, hub, wave_bytes, servers):
+    # The stand-in checkpoint is small: at the real threshold (32 GiB) every peer copies from the
+    # seed at once; at 1 byte the same run copies in waves of one peer per host.
+    rc, out = waves_run(tmp_path, hub, fanout="auto", extra_args=("-e", "weights_fetch_wave_bytes=" + wave_bytes))
+    assert rc == 0, out[-3000:]
+    for name in NAMES[1:]:
+        assert copied(tmp_path, name), name
+    assert hosts_of(out, "Start serving the verified copy") == servers

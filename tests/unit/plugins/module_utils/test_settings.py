@@ -132,6 +132,7 @@ def test_boolean_is_not_a_stream_count():
     ("tensorfold_restart_max_fail_percentage", 150),
     ("weights_fetch_peer_fanout", -1),
     ("weights_fetch_peer_fanout", "two"),
+    ("weights_fetch_peer_fanout", "auto "),
     ("tensorfold_serial", "abc"),
     ("tensorfold_serial", "0"),
     ("tensorfold_serial", "150%"),
