@@ -802,8 +802,8 @@ def test_a_docker_without_the_nvidia_hook_refusing_gpus_is_e_nvidia_runtime_not_
     docker.run_refusal = (125, "", 'docker: Error response from daemon: could not select device driver "" with '
                                    "capabilities: [[gpu]].")
     with pytest.raises(ec.StartFailed) as failed:
-        engine(tmp_path, docker, context="65536", gpu_requests=True, gpus=[{"index": 0, "uuid": "GPU-0"},
-                                                                         {"index": 1, "uuid": "GPU-1"}]).run("started")
+        cards = [{"index": 0, "uuid": "GPU-0"}, {"index": 1, "uuid": "GPU-1"}]
+        engine(tmp_path, docker, context="65536", gpu_requests=True, gpus=cards).run("started")
     assert failed.value.code == "E_NVIDIA_RUNTIME"
     assert 'could not select device driver "" with capabilities: [[gpu]]' in failed.value.message
     assert "nvidia-container-runtime-hook" in failed.value.message

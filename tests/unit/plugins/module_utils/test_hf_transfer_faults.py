@@ -121,7 +121,7 @@ class PlainServer(BaseHTTPRequestHandler):
     def log_message(self, *args):
         return
 
-    cdn_port = None  # the CDN's server (same handler, another port: another origin)
+    cdn_port = 0  # the CDN's server (same handler, another port: another origin), set once it listens
 
     def do_GET(self):
         if self.path.startswith("/cdn/"):
