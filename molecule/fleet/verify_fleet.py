@@ -179,7 +179,7 @@ check(got == image_id["fleet-gpu-a"], "(b) fleet-gpu-b holds fleet-gpu-a's image
 check(changed_by(doc, "weights_fetch") == ["fleet-gpu-b"], "(b) only fleet-gpu-b's weights changed: %s" % changed_by(doc, "weights_fetch"))
 tasks = [t for p in doc["plays"] for t in p["tasks"]]
 hub = sorted({h for t in tasks if "Fetch every repository from the Hub" in t["task"]["name"] for h in ran(t)})
-copied = sorted({h for t in tasks if "Copy every repository from the seed" in t["task"]["name"] for h in ran(t)})
+copied = sorted({h for t in tasks if "Copy every repository from the host that serves" in t["task"]["name"] for h in ran(t)})
 check(hub == ["fleet-gpu-a"] and copied == ["fleet-gpu-b"], "(b) fleet-gpu-b copied its weights from fleet-gpu-a, "
       "only the lender asked the Hub: Hub %s, copied %s" % (hub, copied))
 got = box("fleet-gpu-b", "sha256sum", weights_file)[1].split()[:1]

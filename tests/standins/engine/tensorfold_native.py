@@ -391,7 +391,10 @@ class Link(object):
     def _readline(self):
         data = b""
         while not data.endswith(b"\n"):
-            chunk = self.sock.recv(1)
+            try:
+                chunk = self.sock.recv(1)
+            except OSError:  # a reset (the other rank died with our words unread) closes the link too
+                chunk = b""
             if not chunk:
                 break
             data += chunk
@@ -655,6 +658,7 @@ def make_handler(state):
                 state.running += 1
                 state.prompt_tokens += prompt_tokens
             self.pacer = Pacer(state.config, prompt_tokens)
+            self.stream_open = True
             try:
                 hang_while_wedged(state.config)
                 if body.get("stream") and path == "/v1/chat/completions":
@@ -662,14 +666,22 @@ def make_handler(state):
                 else:
                     self._whole(path, words, prompt_tokens)
             finally:
+                self._close_stream()
                 state.slots.release()
                 with state.lock:
                     state.running -= 1
-                    state.connections -= 1
-                    state.tell_rank_1()
                     state.tokens += len(words)
                 log_request(state, "end", ident)
             return None
+
+        def _close_stream(self):
+            """The stream is no longer open: counted, and rank 1 told, before the reply's last bytes
+            leave, so a client that has the whole reply never finds the stream still counted."""
+            if self.stream_open:
+                self.stream_open = False
+                with state.lock:
+                    state.connections -= 1
+                    state.tell_rank_1()
 
         def _pause(self):
             self.pacer.wait()
@@ -695,6 +707,7 @@ def make_handler(state):
                 body = {"id": ident, "object": "chat.completion", "created": int(time.time()), "model": state.args.name,
                         "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                                      "finish_reason": "stop"}], "usage": usage}
+            self._close_stream()
             self._json(200, body)
 
         def _stream(self, body, words, prompt_tokens):
@@ -721,6 +734,7 @@ def make_handler(state):
             if (body.get("stream_options") or {}).get("include_usage"):
                 event([], {"usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(words),
                                      "total_tokens": prompt_tokens + len(words)}})
+            self._close_stream()
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
             self.close_connection = True
