@@ -93,16 +93,16 @@ def test_a_dockerd_started_before_the_hook_was_installed_is_restarted_once(tmp_p
     # this run's install brought the hook after dockerd's start: dockerd has no --gpus driver until it restarts.
     look = {"docker": {"ok": True, "dockerd": {"exe": "/usr/bin/dockerd", "config_file": str(tmp_path / "daemon.json")}}}
     env = {"PATH": DOCKER_CLI + os.pathsep + os.environ["PATH"]}
+    look["tools"] = {"dockerd": "/usr/bin/dockerd", "nvidia-container-runtime-hook": None}
     rc, output, daemon_json = run(tmp_path, [], text=REGISTERED, env=env, nvidia_toolkit_docker_look=look,
-                                  nvidia_toolkit_hook_before={"stat": {"exists": False}},
                                   nvidia_toolkit_runtime_default=False)
     assert rc == 0, output
     assert "the running dockerd started before this run installed /usr/bin/nvidia-container-runtime-hook" in output
     assert daemon_json.read_text() == REGISTERED and (tmp_path / "starts.log").read_text() == "start\n"
     # The hook was there before the install (an upgrade, a second run): no restart.
     (tmp_path / "starts.log").unlink()
+    look["tools"]["nvidia-container-runtime-hook"] = "/usr/bin/nvidia-container-runtime-hook"
     rc, output, daemon_json = run(tmp_path, [], text=REGISTERED, env=env, nvidia_toolkit_docker_look=look,
-                                  nvidia_toolkit_hook_before={"stat": {"exists": True}},
                                   nvidia_toolkit_runtime_default=False)
     assert rc == 0 and not (tmp_path / "starts.log").exists()
 
