@@ -13,7 +13,9 @@ Arguments: the Molecule inventory, the checkout, the scenario's ephemeral folder
    request log against the gateway's states, read every 0.1 s from its stats).
 4. A box wedged under load (/health fine, completions never finish) is out of rotation within two
    check intervals; a load sent after that has no failed request and none reaches the wedged box;
-   the fleet report (site.yml --tags gateway) names it; heal.yml restarts it, and only it.
+   the fleet report (site.yml --tags gateway) names it; heal.yml restarts it, and only it, and its
+   report has each box up at the gateway (the restarted one too), at the URL site.yml's report
+   shows, as has heal.yml --check's.
 5. A deploy that changes a setting of two boxes (site.yml --tags start,smoke,gateway, as converge
    runs it) under a bounded streaming load: no failed request, the two changed boxes replaced one at
    a time, each drained at the gateway first (their drained windows do not overlap, no new request
@@ -82,6 +84,22 @@ def playbook(name, *extra, timeout=600):
     argv = ["ansible-playbook", "-i", INVENTORY, "-e", "fleet_report_dir=%s" % REPORTS]
     argv += list(extra) + [os.path.join(ROOT, "playbooks", name)]
     return sh(argv, timeout=timeout)
+
+
+def read_report():
+    """The last run's fleet report: (its Markdown, its JSON), empty when there is none."""
+    try:
+        with open(os.path.join(REPORTS, "fleet-report.md")) as handle:
+            markdown = handle.read()
+        with open(os.path.join(REPORTS, "fleet-report.json")) as handle:
+            return markdown, json.load(handle)
+    except (OSError, ValueError):
+        return "", {}
+
+
+def gateway_states(report):
+    """{box: its state at the gateway} from a fleet report's JSON (None: the report has none)."""
+    return dict((line["host"], (line.get("gateway") or {}).get("state")) for line in report.get("hosts", []))
 
 
 def gateway_address():
@@ -407,11 +425,7 @@ def main():
           and after_wedge["requests"] == 120 and not late,
           "%d requests, %d failed, %d reached %s" % (after_wedge["requests"], after_wedge["errors"], len(late), wedged))
     report_run = playbook("site.yml", "--tags", "gateway")
-    try:
-        with open(os.path.join(REPORTS, "fleet-report.md")) as handle:
-            report = handle.read()
-    except OSError:
-        report = ""
+    report, site_report = read_report()
     check("the fleet report names the wedged box down at the gateway",
           re.search(r"\*\*%s\*\* at the gateway: down" % wedged, report) is not None and "Gateway: http://" in report,
           "rc %d; %s" % (report_run.returncode, " | ".join(line for line in report.splitlines() if "ateway" in line)))
@@ -424,6 +438,24 @@ def main():
           "rc %d, restarted %s; %s" % (heal.returncode, restarted, said[-600:]))
     check("the healed box is back in rotation", wait_for(lambda: servers().get(wedged, ("",))[0] == "UP", 30),
           str(servers()))
+    # heal's report: each box as the gateway has it after heal (the healthy ones as its probe read
+    # them, the restarted one as its return left it), at the URL site.yml's report shows.
+    heal_md, heal_report = read_report()
+    states = gateway_states(heal_report)
+    site_urls = site_report.get("gateways") or ["(none in site.yml's report)"]
+    check("heal's report has each healthy box up at the gateway",
+          all(states.get(box) == "up" for box in BOXES if box != wedged), "states %s" % states)
+    check("heal's report has the restarted box as its return left it: up", states.get(wedged) == "up",
+          "states %s; %s" % (states, " | ".join(line for line in heal_md.splitlines() if "ateway" in line)))
+    check("heal's report names the gateway by site.yml's URL, all boxes up",
+          heal_report.get("gateways") == site_urls and "Gateway: %s (3 of 3 boxes up)." % site_urls[0] in heal_md,
+          "heal's %s, site.yml's %s" % (heal_report.get("gateways"), site_urls))
+    planned = playbook("heal.yml", "--check")
+    _md, planned_report = read_report()
+    check("heal.yml --check reports each box up at the gateway, and restarts nothing",
+          planned.returncode == 0 and gateway_states(planned_report) == dict((box, "up") for box in BOXES)
+          and "heal: %s: healthy, left alone" % wedged in planned.stdout,
+          "rc %d, states %s" % (planned.returncode, gateway_states(planned_report)))
 
     # 5. a deploy that changes a setting of two boxes, under load
     changed = ["gateway-gpu-a", "gateway-gpu-b"]

@@ -513,6 +513,11 @@ def test_a_gateway_the_drain_cannot_reach_fails_the_box_before_its_restart(colle
     lines = report_lines(tmp_path)
     assert lines["gpu-a"]["codes"] == ["E_GATEWAY"] and lines["gpu-a"]["stage"] == "restart", lines
     assert "gw-1 cannot be reached, so it is not drained there" in " ".join(lines["gpu-a"]["errors"]), lines
+    # The rescue's read of the box at the gateway is its state there: not known; the URL from the
+    # gateway's inventory (no gateway play in this run).
+    gateway = lines["gpu-a"]["gateway"]
+    assert (gateway["state"], gateway["url"]) == ("unknown", "http://127.0.0.1:8020/v1"), gateway
+    assert gateway["detail"].startswith("gw-1 could not be asked: "), gateway
 
 
 @pytest.mark.parametrize("limit", ["gpu-a", "@limit.txt"])
@@ -670,6 +675,65 @@ def test_heal_leaves_a_box_stopped_on_purpose_alone(collection, tmp_path):
     summary = heal_summary(output)
     assert summary["gpu-a"].startswith("stopped on purpose, left alone") and summary["gpu-b"].startswith("restarted"), output
     assert report_lines(tmp_path)["gpu-a"]["status"] == "stopped", output
+
+
+def heal_at_a_gateway(collection, tmp_path, engine_port, args=(), restart_fails=False):
+    """heal.yml against a stand-in HAProxy: gpu-a healthy, gpu-b's completion fails (port 1: it is
+    restarted), gpu-c stopped on purpose (drained at the gateway); gw-1's URL names a role default
+    and is set for the gateway only, as the demo's is. Returns (rc, output, report, fake)."""
+    fake = fake_haproxy({"gpu-a": {"status": "UP", "scur": 0}, "gpu-b": {"status": "DOWN", "scur": 0},
+                         "gpu-c": {"status": "MAINT", "scur": 0}})
+    data = tmp_path / "data-c"
+    (data / ".state").mkdir(parents=True)
+    (data / ".state" / "stopped").write_text("stopped on purpose\n")
+    gateway = {"gateway_runtime_socket": fake.path, "gateway_state_file": str(tmp_path / "server-state"),
+               "gateway_public_url": "http://gw.example:{{ gateway_port }}/v1"}
+    box_b = {"tensorfold_port": 1}
+    if restart_fails:
+        box_b["stub_fail"] = {"smoke_test": "[E_SMOKE] gpu-b: no answer. Read rank0.log."}
+    host_vars = {"gpu-a": {"tensorfold_port": engine_port}, "gpu-b": box_b,
+                 "gpu-c": {"tensorfold_port": 1, "tensorfold_data_dir": str(data)}, "gw-1": gateway}
+    rc, output, _ = site(collection, tmp_path, hosts=("gpu-a", "gpu-b", "gpu-c"), host_vars=host_vars,
+                         playbook="heal", groups={"gateways": ["gw-1"]}, args=list(args))
+    report = json.loads((tmp_path / "reports" / "fleet-report.json").read_text())
+    return rc, output, report, fake
+
+
+def gateway_column(report):
+    return dict((line["host"], (line.get("gateway") or {}).get("state")) for line in report["hosts"])
+
+
+def test_heals_report_has_each_boxs_state_at_the_gateway(collection, tmp_path, engine_port):
+    rc, output, report, fake = heal_at_a_gateway(collection, tmp_path, engine_port)
+    assert rc == 0, output
+    assert heal_summary(output)["gpu-b"].startswith("restarted"), output
+    # Healthy: the probe's answer; restarted: undrain's (back up); stopped: as the gateway has it.
+    assert gateway_column(report) == {"gpu-a": "up", "gpu-b": "up", "gpu-c": "drained"}, report["hosts"]
+    # The URL site.yml's report shows: the gateway's own gateway_public_url, with its defaults.
+    assert report["gateways"] == ["http://gw.example:8020/v1"], report
+    assert report["gateway_lines"][0] == "Gateway: http://gw.example:8020/v1 (2 of 3 boxes up).", report
+    assert report["gateway_lines"][1].startswith("- **gpu-c** at the gateway: drained (MAINT"), report
+    markdown = (tmp_path / "reports" / "fleet-report.md").read_text()
+    assert "| gateway |" in markdown and "Gateway: http://gw.example:8020/v1 (2 of 3 boxes up)." in markdown, markdown
+
+
+def test_heals_report_has_a_box_whose_restart_failed_as_the_rescue_left_it(collection, tmp_path, engine_port):
+    rc, output, report, fake = heal_at_a_gateway(collection, tmp_path, engine_port, restart_fails=True)
+    assert rc != 0, output
+    # Drained for its restart, and left drained by the rescue: its engine (port 1) does not answer.
+    assert fake.servers["gpu-b"]["status"] == "MAINT", output
+    # The run stopped before gpu-c: heal did not look at it, so it has no state there.
+    assert gateway_column(report) == {"gpu-a": "up", "gpu-b": "drained", "gpu-c": None}, report["hosts"]
+    assert "- **gpu-b** at the gateway: drained (MAINT" in "\n".join(report["gateway_lines"]), report
+
+
+def test_heal_in_check_mode_reports_each_boxs_state_at_the_gateway_as_it_is(collection, tmp_path, engine_port):
+    rc, output, report, fake = heal_at_a_gateway(collection, tmp_path, engine_port, args=["--check"])
+    assert rc == 0, output
+    assert not [c for c in fake.commands if c.startswith("set server")], fake.commands
+    # Nothing changed at the gateway: gpu-b, which heal would restart, is as its check has it.
+    assert gateway_column(report) == {"gpu-a": "up", "gpu-b": "down", "gpu-c": "drained"}, report["hosts"]
+    assert report["gateways"] == ["http://gw.example:8020/v1"], report
 
 
 # A login that is not root and no become to root: `su` to nobody stands for an inventory's
