@@ -21,6 +21,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
 import json
 import os
 import shlex
@@ -34,11 +35,38 @@ MODULE_UTILS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 # The program the host runs: an importer for the files sent with it, then one call whose answer is
 # printed as one JSON line. An exception with a ``code`` (the reader's own failure) is an answer
 # too, a failed one; anything else ends the program with its traceback on stderr.
+# Compiling the files costs the host about as much as a seventh of the whole read, so each file's
+# code is kept in the user's cache folder under the digest of its source and the host Python's
+# bytecode version; a missing, unreadable or damaged copy is compiled again and the copy replaced
+# (the stale ones of that file go), and a folder that cannot be written only costs the compile.
 PROGRAM = """
-import importlib, json, sys
+import importlib, json, marshal, os, sys
 from importlib.machinery import ModuleSpec
+from importlib.util import MAGIC_NUMBER
 SOURCES = json.loads(%(sources)r)
+DIGESTS = json.loads(%(digests)r)
 PACKAGE = %(package)r
+CACHE = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), %(cache)r)
+def code_of(name):
+    stem = "%%s.%%s.%%s-%%s" %% (name, DIGESTS[name], sys.implementation.cache_tag, MAGIC_NUMBER.hex())
+    path = os.path.join(CACHE, stem + ".code")
+    try:
+        with open(path, "rb") as handle:
+            return marshal.loads(handle.read())
+    except Exception:
+        pass
+    code = compile(SOURCES[name], name.replace(".", "/") + ".py", "exec")
+    try:
+        os.makedirs(CACHE, mode=0o700, exist_ok=True)
+        for other in os.listdir(CACHE):
+            if other.startswith(name + ".") and other != stem + ".code":
+                os.unlink(os.path.join(CACHE, other))
+        with open(path + ".%%d" %% os.getpid(), "wb") as handle:
+            handle.write(marshal.dumps(code))
+        os.replace(path + ".%%d" %% os.getpid(), path)
+    except OSError:
+        pass
+    return code
 class Importer(object):
     def find_spec(self, name, path=None, target=None):
         if name in SOURCES or (PACKAGE + ".").startswith(name + "."):
@@ -48,7 +76,7 @@ class Importer(object):
         return None
     def exec_module(self, module):
         if module.__name__ in SOURCES:
-            exec(compile(SOURCES[module.__name__], module.__name__.replace(".", "/") + ".py", "exec"), module.__dict__)
+            exec(code_of(module.__name__), module.__dict__)
 sys.meta_path.insert(0, Importer())
 reader = importlib.import_module(%(module)r)
 try:
@@ -63,26 +91,35 @@ sys.stdout.write("\\n" + json.dumps(answer) + "\\n")
 # Exit statuses of a shell that could not run the interpreter (not found, not executable).
 NO_INTERPRETER = (126, 127)
 
+# Where on the host, under the user's cache folder, the files' compiled code is kept.
+CACHE_FOLDER = "glm53.tensorfold/box-reader"
+
 _SOURCES = {}
 
 
 def _sources(names):
-    """{dotted name: source} of these module_utils files, read once per process."""
+    """({dotted name: source}, {dotted name: its digest}) of these module_utils files, read once per
+    process."""
     key = tuple(names)
     if key not in _SOURCES:
-        found = {}
+        found, digests = {}, {}
         for name in names:
-            with open(os.path.join(MODULE_UTILS, name + ".py")) as handle:
-                found["%s.%s" % (PACKAGE, name)] = handle.read()
-        _SOURCES[key] = found
+            with open(os.path.join(MODULE_UTILS, name + ".py"), "rb") as handle:
+                source = handle.read()
+            dotted = "%s.%s" % (PACKAGE, name)
+            found[dotted] = source.decode("utf-8")
+            digests[dotted] = hashlib.sha256(source).hexdigest()[:20]
+        _SOURCES[key] = (found, digests)
     return _SOURCES[key]
 
 
 def program(names, function, params):
     """The program that runs ``names[0].function(params)`` on the host (``names``: every module_utils
     file it imports, itself first)."""
-    return PROGRAM % {"sources": json.dumps(_sources(names)), "package": PACKAGE,
-                      "module": "%s.%s" % (PACKAGE, names[0]), "function": function, "params": json.dumps(params)}
+    sources, digests = _sources(names)
+    return PROGRAM % {"sources": json.dumps(sources), "digests": json.dumps(digests), "package": PACKAGE,
+                      "cache": CACHE_FOLDER, "module": "%s.%s" % (PACKAGE, names[0]), "function": function,
+                      "params": json.dumps(params)}
 
 
 def interpreter(action, task_vars, any_python=True):

@@ -7,9 +7,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import atexit
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -24,7 +28,14 @@ PARAMS = {"container_name": "glm53-zig", "label": "glm53.tensorfold.rank_contain
           "data_dir": None, "run_settings": None, "api_key": None, "node_exporter": False}
 
 
+# The program keeps compiled code in the user's cache folder: the tests' own, not this machine's.
+CACHE_HOME = tempfile.mkdtemp(prefix="glm53-box-reader-test-")
+atexit.register(shutil.rmtree, CACHE_HOME, True)
+
+
 def run_bare(text, env=None):
+    env = dict(os.environ if env is None else env)
+    env.setdefault("XDG_CACHE_HOME", CACHE_HOME)
     proc = subprocess.run([sys.executable, "-I", "-S", "-"], input=text.encode("utf-8"), stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, timeout=60, check=False, env=env)
     return proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
@@ -221,3 +232,34 @@ def test_the_smoke_test_runs_with_the_files_it_carries_and_nothing_else(tmp_path
     answer = box_reader.parse(out)
     assert rc == 0 and answer["verdict"]["status"] == "live" and answer["changed"] is True, (answer, err)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["models.json", "smoke.json"]
+
+
+def test_the_files_compiled_code_is_kept_in_the_cache_folder_and_read_back(tmp_path):
+    import marshal
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "HOME": str(tmp_path)}
+    program = box_reader.program(converged.READER_MODULES, "read_box", PARAMS)
+    rc, out, err = run_bare(program, env=env)
+    assert rc == 0 and box_reader.parse(out)["code"] == "E_DOCKER", err
+    folder = tmp_path / "cache" / box_reader.CACHE_FOLDER
+    kept = sorted(path.name for path in folder.iterdir())
+    assert len(kept) == len(converged.READER_MODULES) and all(name.endswith(".code") for name in kept), kept
+    assert (folder.stat().st_mode & 0o777) == 0o700
+    # The next run reads the kept code rather than compiling the source: a kept copy that says
+    # something else is what runs.
+    net = [path for path in folder.iterdir() if ".module_utils.net." in path.name][0]
+    net.write_bytes(marshal.dumps(compile("raise SystemExit(7)", "net.py", "exec")))
+    assert run_bare(program, env=env)[0] == 7
+    # A damaged copy is compiled again and replaced; a copy of another version of the file goes.
+    net.write_bytes(b"not code")
+    stale = folder / net.name.replace(net.name.split(".")[-3], "0" * 20)
+    stale.write_bytes(b"old")
+    rc, out, err = run_bare(program, env=env)
+    assert rc == 0 and box_reader.parse(out)["code"] == "E_DOCKER", err
+    assert marshal.loads(net.read_bytes()).co_filename.endswith("net.py") and not stale.exists()
+
+
+def test_a_cache_folder_that_cannot_be_written_only_costs_the_compile(tmp_path):
+    (tmp_path / "cache").write_text("a file where the folder would go")
+    rc, out, err = run_bare(box_reader.program(converged.READER_MODULES, "read_box", PARAMS),
+                            env={"XDG_CACHE_HOME": str(tmp_path / "cache"), "HOME": str(tmp_path)})
+    assert rc == 0 and box_reader.parse(out)["code"] == "E_DOCKER", err
