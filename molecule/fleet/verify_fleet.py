@@ -11,6 +11,10 @@
    steps, nothing else ran there): the image copied from a (nothing built), the damaged file
    copied from a (nothing from the Hub), and b's container keeps running. Its new deploy record
    holds: the same run again is the fast path for both.
+   Before each of (a) and (b), and after the last run, ``site.yml --check`` with the same
+   settings: a takes the fast path (LIVE in the report, no step of its own but lending in (b),
+   where it serves nothing), b goes the whole check-mode way with its plan (planned), and
+   nothing changes on either box; on the converged fleet no deploy step runs at all.
 3. ``site.yml --tags restart`` on the two serving hosts (JSON callback): one host per batch, a
    then b; only rank_container and smoke_test ran (no image build, no download, no
    re-verification, no host checks); each host's container started exactly once and its
@@ -127,6 +131,47 @@ def only_b_worked(doc, what):
         check(roles_on(doc, role) == ["fleet-gpu-b"], "%s: %s ran on fleet-gpu-b only: %s" % (what, role, roles_on(doc, role)))
 
 
+# Every step a box being deployed takes (in check mode too), the plan among them.
+ALL_STEPS = ("gpu_host_checks", "nvidia_toolkit", "tensorfold_image", "weights_fetch", "fleet_plan", "rank_container",
+             "smoke_test")
+
+
+def record(host):
+    return box(host, "cat", "/srv/glm53/.state/deployed.json")[1]
+
+
+def verdicts(doc):
+    """Pre-flight's line per box (the fast path's verdict)."""
+    return sorted({line for p in doc["plays"] for t in p["tasks"] if t["task"]["name"].endswith("Say which boxes are converged")
+                   for r in t["hosts"].values() if not r.get("skipped") for line in r.get("msg") or []})
+
+
+def check_run(what, converged, lends=()):
+    """site.yml --check with the override: the boxes of ``converged`` take the fast path (only the
+    lending steps ``lends`` run there), the others every step in check mode; nothing changes."""
+    before = {h: (started_at(h), record(h)) for h in SERVING}
+    rc, doc, took = site("--check", inventories=[override])
+    print("%s, --check: %.1f s" % (what, took))
+    check(rc == 0, "%s --check exits 0 (rc %s)" % (what, rc))
+    others = [h for h in SERVING if h not in converged]
+    for role in ALL_STEPS:
+        expected = sorted(others + (list(converged) if role in lends else []))
+        check(roles_on(doc, role) == expected, "%s --check: %s ran on %s: %s" % (what, role, expected, roles_on(doc, role)))
+    for host in converged:
+        check(doc["stats"].get(host, {}).get("changed", 0) == 0, "%s --check: %s reports no change: %s" % (
+            what, host, doc["stats"].get(host)))
+        line = [v for v in verdicts(doc) if v.startswith(host + ": ")]
+        check(len(line) == 1 and "converged, LIVE at " in line[0] and "nothing would change" in line[0],
+              "%s --check: pre-flight says %s is converged and nothing would change: %s" % (what, host, line))
+    check({h: (started_at(h), record(h)) for h in SERVING} == before,
+          "%s --check: both containers and deploy records untouched" % what)
+    with open(REPORT) as handle:
+        labels = dict((row["host"], row["label"]) for row in json.load(handle)["hosts"])
+    wanted = dict((h, "LIVE" if h in converged else "planned (check mode)") for h in SERVING)
+    check(dict((h, labels.get(h)) for h in SERVING) == wanted, "%s --check: the report reads %s: %s" % (what, wanted, labels))
+    return doc
+
+
 override = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "fast-path-override.yml")
 with open(override, "w") as handle:
     # Settings of the gateway and the Prometheus host change for every host: they shape no GPU box,
@@ -134,7 +179,8 @@ with open(override, "w") as handle:
     json.dump({"all": {"vars": {"gateway_drain_timeout": 45, "monitoring_scrape_interval": "20s"},
                        "hosts": {"fleet-gpu-b": {"tensorfold_max_tokens": 16384}}}}, handle)
 
-# (a) One setting.
+# (a) One setting: first what --check says (only fleet-gpu-b would be deployed).
+check_run("(a) one setting changed", converged=["fleet-gpu-a"])
 before = {h: started_at(h) for h in SERVING}
 rc, doc, took = site(inventories=[override])
 print("one setting changed on one box, full run: %.1f s" % took)
@@ -164,6 +210,17 @@ box("fleet-gpu-b", "python3", "-c", "import sys; f = open(sys.argv[1], 'r+b'); b
     "f.write(bytes([b[0] ^ 255]))", weights_file)  # same size, other bytes, a new mtime
 check(weights_file and digest["fleet-gpu-a"] == digest["fleet-gpu-b"] != box("fleet-gpu-b", "sha256sum", weights_file)[1].split()[:1],
       "fleet-gpu-b's %s damaged" % weights_file)
+# In check mode the lender joins the image and weights steps and serves nothing: b would load and copy.
+doc = check_run("(b) image and weights file gone", converged=["fleet-gpu-a"], lends=LENDING_ROLES)
+tasks = [t for p in doc["plays"] for t in p["tasks"]]
+served = sorted({h for t in tasks if t["task"]["name"].split(" : ")[-1] in (
+    "Save the image on the build host", "Start serving the verified copy on the address the peers use") for h in ran(t)})
+check(served == [], "(b) --check: the lender serves nothing: %s" % served)
+would_load = sorted({h for t in tasks if "Report the move check mode would make" in t["task"]["name"] for h in ran(t)})
+check(would_load == ["fleet-gpu-b"], "(b) --check: fleet-gpu-b would load the image from its lender: %s" % would_load)
+check(box("fleet-gpu-b", "docker", "image", "inspect", image_ref)[0] != 0
+      and box("fleet-gpu-b", "sha256sum", weights_file)[1].split()[:1] != digest["fleet-gpu-a"],
+      "(b) --check: fleet-gpu-b still lacks the image and its file is still damaged")
 rc, doc, took = site(inventories=[override])
 print("one box's image and weights file gone, full run: %.1f s" % took)
 check(rc == 0, "(b) the full run exits 0 (rc %s)" % rc)
@@ -197,6 +254,8 @@ print("the same run again: %.1f s" % took)
 # have no line in the recap at all: no line is no change.
 check(rc == 0 and all(doc["stats"].get(h, {}).get("changed", 0) == 0 for h in SERVING),
       "run again with the same override, both boxes take the fast path: %s" % doc.get("stats"))
+# --check on the converged fleet: no deploy step, no plan, both LIVE.
+check_run("the converged fleet", converged=SERVING)
 
 # 3. Rolling restart.
 before = {h: started_at(h) for h in SERVING}

@@ -60,6 +60,8 @@ STUB_META = "---\ndependencies:\n  - role: glm53.tensorfold.tensorfold\n"
 STUB_TAGS = {"nvidia_toolkit": ["check"]}
 # The variable site.yml passes a stub that its log line notes (rank_container_action for the others).
 STUB_NOTES = {"gpu_host_checks": "gpu_host_checks_toolkit_follows", "nvidia_toolkit": "nvidia_toolkit_runtime_required"}
+# The same for a role's main entry alone: whether site.yml gave the gateway and Prometheus their fast path.
+STUB_MAIN_NOTES = {"gateway": "gateway_fast_path", "monitoring": "monitoring_fast_path"}
 # The fast path's read in pre-flight (the step's tasks/converged.yml) asks each box's Docker
 # engine: a stub too. Each GPU box notes "step:converged" and publishes stub_facts['step'] (its
 # answer, as step_converged_info); then, as the real read's one registered result does, every host
@@ -78,7 +80,8 @@ STUB_FAST_PATH_BOXES = textwrap.dedent("""\
 
 
 def stub_tasks(role, entry):
-    text = STUB_TASKS.format(role=role, entry=entry, note=STUB_NOTES.get(role, "rank_container_action"))
+    note = STUB_MAIN_NOTES.get(role) if not entry and role in STUB_MAIN_NOTES else STUB_NOTES.get(role, "rank_container_action")
+    text = STUB_TASKS.format(role=role, entry=entry, note=note)
     if role in STUB_TAGS:
         text = text.replace("\n- name:", "\n- tags: %s\n  name:" % json.dumps(STUB_TAGS[role]))
     return text

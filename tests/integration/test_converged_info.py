@@ -245,10 +245,12 @@ BATCH_PLAY = """
 """
 
 
-def test_one_worker_reads_every_box_of_the_batch(box, tmp_path):
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_one_worker_reads_every_box_of_the_batch(box, tmp_path, check_mode):
     """``hosts`` (site.yml's fast path): the first host's worker reads each listed host with that
     host's own variables and connection; the answers come back under ``boxes``, registered on every
-    host of the play; a host not listed is not read; the keys stay masked."""
+    host of the play; a host not listed is not read; the keys stay masked. The same answers in
+    check mode (site.yml --check takes the fast path): the read changes nothing."""
     subprocess.check_call(["docker", "start", box["name"]], stdout=subprocess.DEVNULL, timeout=60)  # stopped above
     run = "c" * 64
     record = {"settings": run, "container": SETTINGS, "image": IMAGE, "weights": [],
@@ -272,10 +274,11 @@ def test_one_worker_reads_every_box_of_the_batch(box, tmp_path):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"), ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json")
     proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(tmp_path / "hosts.json"),
-                           str(tmp_path / "play.yml")], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=300, check=False)
+                           str(tmp_path / "play.yml")] + (["--check"] if check_mode else []), cwd=ROOT, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout
     read, shown = json.loads(proc.stdout[proc.stdout.index("{"):])["plays"][0]["tasks"]
+    assert not read["hosts"]["gateway"]["changed"], read["hosts"]["gateway"]
     # One worker, on the play's first host: here the gateway, which is not read itself.
     assert sorted(read["hosts"]) == ["gateway"], read["hosts"].keys()
     answers = [json.loads(shown["hosts"][name]["msg"].split("ANSWER ", 1)[1]) for name in ("box-a", "box-b", "box-c", "gateway")]

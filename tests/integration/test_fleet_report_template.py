@@ -75,6 +75,16 @@ def test_a_plan_says_nothing_changed_and_has_no_empty_sections(tmp_path):
     assert "## What to do" not in text and "## Warnings" not in text
 
 
+def test_a_check_run_says_what_a_live_box_is_beside_the_planned_ones(tmp_path):
+    # site.yml --check: a box the fast path found converged is LIVE (its record), another planned.
+    planned = {"fleet_report_reached_end": True, "smoke_test_result": {"status": "planned"}}
+    text = render(tmp_path, build_report({"gpu-a": live_facts("gpu-a"), "gpu-b": planned}, plan=True))
+    assert ("Plan only (tensorfold_plan or --check): nothing was changed on any host. A LIVE box already serves what the run "
+            "wants: a real run would leave it as it is.\n") in text
+    assert "| gpu-a | LIVE |" in text and "| gpu-b | planned (check mode) |" in text
+    assert "\n\n\n" not in text
+
+
 def test_a_gateway_adds_its_url_and_a_column_and_a_bench_adds_its_section(tmp_path):
     url = "http://10.20.0.5:8020/v1"
     bench = {"status": "measured", "kind": "box", "url": "http://gpu-a:8020/v1",

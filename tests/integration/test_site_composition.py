@@ -143,13 +143,54 @@ def test_the_plan_runs_the_read_only_checks_and_the_plan_only(collection, tmp_pa
     assert ("gpu_host_checks", "False") in ran["gpu-a"], "no toolkit step follows in a plan run"
 
 
+# A box that goes the normal way in check mode: every step (in check mode) and the plan, no deploy record.
+CHECK_STEPS = STEPS[:4] + ["fleet_plan"] + STEPS[4:]
+
+
 def test_check_mode_runs_every_deploy_step_and_the_plan(collection, tmp_path):
     rc, output, ran = site(collection, tmp_path, args=["--check"])
     assert rc == 0, output
-    # No fast path and no deploy record in check mode: every step runs (in check mode).
-    expected = STEPS[:4] + ["fleet_plan"] + STEPS[4:]
-    assert roles(ran["gpu-a"]) == expected, output
+    # The fast path's read, then (no box converged) every step runs in check mode; no deploy record.
+    assert roles(ran["gpu-a"]) == ["step:converged"] + CHECK_STEPS, output
     assert ("gpu_host_checks", "True") in ran["gpu-a"], "the toolkit step follows, in check mode too"
+
+
+LIVE_B = {"status": "live", "endpoint": "http://gpu-b:8020/v1", "problems": []}
+
+
+@pytest.mark.parametrize("differs", [[], ["gpu-a"]])
+def test_check_mode_takes_the_fast_path_a_converged_box_is_live_and_plans_nothing(collection, tmp_path, differs):
+    # gpu-b is converged; gpu-a is too, or differs (no answer of the read says it is converged).
+    converged = {"stub_facts": {"step": {"step_converged_info": {"converged": True, "published": {"smoke_test_result": LIVE_B}}}}}
+    host_vars = dict((h, converged) for h in ("gpu-a", "gpu-b") if h not in differs)
+    rc, output, ran = site(collection, tmp_path, host_vars=host_vars, args=["--check"])
+    assert rc == 0, output
+    assert roles(ran["gpu-b"]) == ["step:converged"], output  # its one read: no step, no plan, no record
+    assert roles(ran["gpu-a"]) == ["step:converged"] + (CHECK_STEPS if differs else []), output
+    lines = report_lines(tmp_path)
+    # As in a no-op run: LIVE from its record, not planned; a box that would be deployed is planned.
+    assert (lines["gpu-b"]["status"], lines["gpu-b"]["endpoint"]) == ("live", "http://gpu-b:8020/v1"), lines
+    assert lines["gpu-a"]["status"] == ("planned" if differs else "live"), lines
+
+
+@pytest.mark.parametrize("args", [["--check", "-e", "tensorfold_fast_path=false"], ["--check", "-e", "tensorfold_plan=true"],
+                                  ["-e", "tensorfold_plan=true"]])
+def test_the_whole_dry_run_of_a_converged_box_with_the_fast_path_off_or_the_plan(collection, tmp_path, args):
+    converged = {"stub_facts": {"step": {"step_converged_info": {"converged": True, "published": {}}}}}
+    rc, output, ran = site(collection, tmp_path, host_vars={"gpu-a": converged}, args=args)
+    assert rc == 0, output
+    # No read: the box is not known converged and gets every check-mode step, or the plan's checks and plan.
+    assert roles(ran["gpu-a"]) == (CHECK_STEPS if "tensorfold_fast_path=false" in args else ["gpu_host_checks", "fleet_plan"]), output
+
+
+def test_in_check_mode_a_converged_box_lends_what_the_box_being_checked_lacks(collection, tmp_path):
+    # The lender joins the image and weights steps as in a real run (they serve nothing in check mode).
+    host_vars = {"gpu-a": {"stub_facts": {"step": {"step_converged_info": {"converged": True, "published": {}}}}},
+                 "gpu-b": {"stub_facts": {"step": {"step_converged_info": {"converged": False, "lacks": ["image", "weights"]}}}}}
+    rc, output, ran = site(collection, tmp_path, host_vars=host_vars, args=["--check"])
+    assert rc == 0, output
+    assert roles(ran["gpu-a"]) == ["step:converged", "tensorfold_image", "weights_fetch"], output
+    assert roles(ran["gpu-b"]) == ["step:converged"] + CHECK_STEPS, output
 
 
 def test_a_tag_runs_its_step_only(collection, tmp_path):
@@ -341,6 +382,25 @@ def test_a_converged_fleet_skips_the_deploy_plays_without_a_warning(collection, 
         assert roles(ran[host]) == ["step:converged"], output
     assert "[WARNING]" not in output, output
     assert "PLAY [Both ranks in one container (left alone when nothing changed)]" in output
+
+
+@pytest.fixture(scope="module")
+def collection_with_services(tmp_path_factory):
+    """The stub collection with the gateway and monitoring stubbed too: their main entries note
+    whether site.yml gave them their fast path."""
+    return stub_collection.build(tmp_path_factory.mktemp("stub-services"),
+                                 stubbed=stub_collection.STUBBED + ("gateway", "monitoring"))
+
+
+@pytest.mark.parametrize("args, fast", [([], "True"), (["--check"], "True"), (["--check", "-e", "tensorfold_fast_path=false"], "False"),
+                                        (["--tags", "gateway,monitoring"], "False")])
+def test_the_gateway_and_prometheus_take_their_fast_path_in_a_full_run_and_its_check(collection_with_services, tmp_path,
+                                                                                        args, fast):
+    rc, output, ran = site(collection_with_services, tmp_path, hosts=("gpu-a",), groups={"gateways": ["gw-1"], "monitoring": ["mon-1"]},
+                           args=args)
+    assert rc == 0, output
+    logs = dict((h, stub_collection.ran(tmp_path / "logs", h)) for h in ("gw-1", "mon-1"))
+    assert ("gateway", fast) in logs["gw-1"] and ("monitoring", fast) in logs["mon-1"], (logs, output)
 
 
 @pytest.mark.parametrize("args", [["-e", "tensorfold_fast_path=false"], ["--tags", "all"]])
