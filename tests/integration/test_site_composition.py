@@ -145,13 +145,17 @@ def test_the_plan_runs_the_read_only_checks_and_the_plan_only(collection, tmp_pa
 
 # A box that goes the normal way in check mode: every step (in check mode) and the plan, no deploy record.
 CHECK_STEPS = STEPS[:4] + ["fleet_plan"] + STEPS[4:]
+# A box that goes the normal way in --check: the fast path's read, every step in check mode, and the
+# deploy record's entry, whose task writes nothing in check mode (molecule fleet's verify holds the
+# records untouched).
+CHECK_RUN = ["step:converged"] + CHECK_STEPS + ["rank_container:deployed"]
 
 
 def test_check_mode_runs_every_deploy_step_and_the_plan(collection, tmp_path):
     rc, output, ran = site(collection, tmp_path, args=["--check"])
     assert rc == 0, output
-    # The fast path's read, then (no box converged) every step runs in check mode; no deploy record.
-    assert roles(ran["gpu-a"]) == ["step:converged"] + CHECK_STEPS, output
+    # The fast path's read, then (no box converged) every step runs in check mode.
+    assert roles(ran["gpu-a"]) == CHECK_RUN, output
     assert ("gpu_host_checks", "True") in ran["gpu-a"], "the toolkit step follows, in check mode too"
 
 
@@ -166,7 +170,7 @@ def test_check_mode_takes_the_fast_path_a_converged_box_is_live_and_plans_nothin
     rc, output, ran = site(collection, tmp_path, host_vars=host_vars, args=["--check"])
     assert rc == 0, output
     assert roles(ran["gpu-b"]) == ["step:converged"], output  # its one read: no step, no plan, no record
-    assert roles(ran["gpu-a"]) == ["step:converged"] + (CHECK_STEPS if differs else []), output
+    assert roles(ran["gpu-a"]) == (CHECK_RUN if differs else ["step:converged"]), output
     lines = report_lines(tmp_path)
     # As in a no-op run: LIVE from its record, not planned; a box that would be deployed is planned.
     assert (lines["gpu-b"]["status"], lines["gpu-b"]["endpoint"]) == ("live", "http://gpu-b:8020/v1"), lines
@@ -190,7 +194,7 @@ def test_in_check_mode_a_converged_box_lends_what_the_box_being_checked_lacks(co
     rc, output, ran = site(collection, tmp_path, host_vars=host_vars, args=["--check"])
     assert rc == 0, output
     assert roles(ran["gpu-a"]) == ["step:converged", "tensorfold_image", "weights_fetch"], output
-    assert roles(ran["gpu-b"]) == ["step:converged"] + CHECK_STEPS, output
+    assert roles(ran["gpu-b"]) == CHECK_RUN, output
 
 
 def test_a_tag_runs_its_step_only(collection, tmp_path):
