@@ -27,6 +27,8 @@ ROLES = os.path.join(COLLECTION, "roles")
 # Files of the collection whose content shapes what a box runs beyond its settings: the image's
 # Dockerfile and the collection's version (MANIFEST.json when installed, galaxy.yml in a checkout).
 SHAPING_FILES = ("templates/Dockerfile.j2", "MANIFEST.json", "galaxy.yml")
+# The site's patches by default (tensorfold_image_site_patches_dir).
+SITE_PATCHES = os.path.join(COLLECTION, "files", "patches")
 # libyaml's loader when PyYAML has it: it reads the roles' specifications about 8 times faster, and
 # they are read once per host in pre-flight.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -40,16 +42,30 @@ def _role_specs():
     return specs
 
 
-def settings_fingerprint(spec, values, elsewhere=frozenset()):
+def settings_fingerprint(spec, values, elsewhere=frozenset(), folders=None):
     """One hash of what this host's run wants: every setting it defines (no_log ones, the step
     guard's own options, the settings that only shape how a run goes and those of other hosts,
     ``elsewhere``, left out: the API key is compared on the box, a token shapes nothing) and the
     collection files that shape the image. Equal fingerprints, equal deploys. Each value counts as
-    its type reads it (settings_spec.normalised): -e tensorfold_port=8020 is the inventory's 8020."""
+    its type reads it (settings_spec.normalised): -e tensorfold_port=8020 is the inventory's 8020.
+    A patch folder (settings_spec.CONTENT_FOLDERS) counts by its patches' names and digests
+    (``folders``: those already read in this run, by path)."""
     data = {"settings": dict((name, value) for name, value in settings_spec.normalised(spec, values).items()
                              if not spec[name].get("no_log") and not name.startswith("step_")
                              and name not in settings_spec.RUN_ONLY and name not in elsewhere),
             "files": {}}
+    folders = {} if folders is None else folders
+    for name in settings_spec.CONTENT_FOLDERS:
+        folder = data["settings"].get(name)
+        if isinstance(folder, str) and folder:
+            if folder not in folders:
+                folders[folder] = image_inputs.folder_patches(folder)
+            data["settings"][name] = {"patches": folders[folder]}
+    # The collection's own patch folder, where the site's patches are by default, counts as its
+    # other files do (a patch added there is seen whether or not the inventory names the folder).
+    if SITE_PATCHES not in folders:
+        folders[SITE_PATCHES] = image_inputs.folder_patches(SITE_PATCHES)
+    data["files"]["files/patches"] = folders[SITE_PATCHES]
     for name in SHAPING_FILES:
         try:
             with open(os.path.join(COLLECTION, name), "rb") as handle:
@@ -180,7 +196,7 @@ class ActionModule(ControllerAction):
         strangers = [name for name in task_vars if name.startswith("tensorfold_") and name not in spec]
         # Computed afresh, never taken from a fact: a fingerprint that a fact cache kept from an
         # earlier run would hide changed settings from the fast path.
-        fingerprint = settings_fingerprint(spec, values, shared["elsewhere"])
+        fingerprint = settings_fingerprint(spec, values, shared["elsewhere"], shared["folders"])
         return {"problems": problems, "fingerprint": fingerprint, "warnings": [entry["message"] for entry in warnings],
                 "strangers": strangers}
 
@@ -224,7 +240,7 @@ class ActionModule(ControllerAction):
             return result
         elsewhere = settings_spec.other_hosts_settings(role_specs) | settings_spec.fingerprint_excluded(role_specs)
         shared = {"spec": spec, "role_specs": role_specs, "defaults": defaults, "play_keywords": self._play_keyword_values(),
-                  "validated": {}, "elsewhere": elsewhere}
+                  "validated": {}, "elsewhere": elsewhere, "folders": {}}
         names = args["hosts"] if args["hosts"] is not None else [host]
         checked, warnings = {}, []
         for name in names:

@@ -60,11 +60,7 @@ from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
-from ansible_collections.glm53.tensorfold.plugins.module_utils.image_inputs import file_entry, order_source
-
-
-def _is_patch_candidate(name):
-    return not (name.startswith(".") or name.startswith("README") or name == "series")
+from ansible_collections.glm53.tensorfold.plugins.module_utils.image_inputs import file_entry, is_patch_candidate, order_source
 
 
 class LookupModule(LookupBase):
@@ -79,7 +75,7 @@ class LookupModule(LookupBase):
                 raise AnsibleLookupError(problem("E_SETTINGS", (variables or {}).get("inventory_hostname", "controller"),
                                                  "patch folder %s (%s) does not exist on the controller" % (folder, source),
                                                  "Point the setting that names it at an existing folder."))
-            names = [n for n in os.listdir(folder) if _is_patch_candidate(n) and os.path.isfile(os.path.join(folder, n))]
+            names = [n for n in os.listdir(folder) if is_patch_candidate(n) and os.path.isfile(os.path.join(folder, n))]
             for name in order_source(names):
                 path = os.path.join(folder, name)
                 with open(path, "rb") as handle:

@@ -27,14 +27,11 @@ __metaclass__ = type
 
 import json
 import os
-import socket
-
-from urllib.parse import quote
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils import engine_args, engine_log, hf_plan, hf_records
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
 from ansible_collections.glm53.tensorfold.plugins.module_utils.health import health_ok
-from ansible_collections.glm53.tensorfold.plugins.module_utils.net import http_get, unix_get
+from ansible_collections.glm53.tensorfold.plugins.module_utils.net import http_get, quote, unix_get
 
 PARTS = ("record", "container", "settings", "api_key", "image", "weights", "runtime", "health")
 RECORD = "deployed.json"
@@ -77,7 +74,7 @@ def read_box(params):
         if params["runtime"]:
             have["runtimes"] = docker.runtimes()
     except (IOError, OSError, ValueError) as exc:
-        raise ReadFailure(problem("E_DOCKER", params["host_label"] or socket.gethostname(),
+        raise ReadFailure(problem("E_DOCKER", params["host_label"] or os.uname().nodename,
                                   "cannot read the Docker engine at %s: %s" % (params["docker_host"], exc)), "E_DOCKER")
     if params["health_url"] and have["container"] and have["container"]["running"]:
         have["health"] = read_health(params["health_url"], params["health_timeout"], body_ok=health_ok)

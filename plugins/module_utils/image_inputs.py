@@ -15,6 +15,7 @@ __metaclass__ = type
 
 import hashlib
 import json
+import os
 import re
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem, record
@@ -152,6 +153,26 @@ def inputs(entries, host, dockerfile_text, pins, expected_count=None):
         "build_args": build_args,
         "tag": image_tag(dockerfile_text, entries, build_args),
     }
+
+
+def is_patch_candidate(name):
+    """Whether a file of a patch folder is one of its patches (not a dotfile, a README or the
+    ``series`` file that orders them)."""
+    return not (name.startswith(".") or name.startswith("README") or name == "series")
+
+
+def folder_patches(folder, isdir=os.path.isdir, listdir=os.listdir):
+    """{name: sha256} of the patch files in ``folder`` (on the controller), as the patch_series
+    lookup reads them; None when it is no folder (the image's check reports that)."""
+    if not isdir(folder):
+        return None
+    found = {}
+    for name in sorted(listdir(folder)):
+        path = os.path.join(folder, name)
+        if is_patch_candidate(name) and os.path.isfile(path):
+            with open(path, "rb") as handle:
+                found[name] = hashlib.sha256(handle.read()).hexdigest()
+    return found
 
 
 def file_entry(name, data, source, path=None):

@@ -10,15 +10,25 @@ socket and its buffered file, not ``http.client``: the fast path reads every box
 and ``http.client`` costs each read about 18 ms of the box's CPU to import (with ``email`` and
 ``ssl``), about a quarter of the reader's run beyond Python's own start. What is read is HTTP/1.1 as RFC 9112 frames
 it: a status line, headers, then a body framed by chunks, by Content-Length, or by the close of the
-connection (the request says ``Connection: close``)."""
+connection (the request says ``Connection: close``).
+
+For the same reason a plain GET goes through ``_socket``, the C module under ``socket``, and
+parses a plain ``http://`` URL itself: ``socket``'s import builds its enums and ``urllib.parse``'s
+brings ``ipaddress``, together about 8 ms of the box's CPU a read (measured on a simulated box,
+docs/development.md). Anything else (a file object of a socket, https, a URL with userinfo)
+takes the full modules, imported when first needed."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import socket
+import io
 import time
-from urllib.parse import urlsplit
+
+try:
+    import _socket
+except ImportError:  # pragma: no cover  (an interpreter without CPython's C module: socket.py's names)
+    import socket as _socket
 
 
 def url_host(host):
@@ -60,19 +70,99 @@ def http_get(url, timeout, headers=None):
     box and its own service), no redirect, no certificate check. Returns (status, body) whatever the
     status; a failed connection or an answer that is not HTTP raises OSError (BadAnswer for the
     latter). An https URL goes through http_request (http.client and ssl, imported then)."""
-    parts = urlsplit(url)
-    if parts.scheme != "http":
-        status, dummy, body = http_request("GET", url, timeout, headers=headers)
-        return status, body
-    port = parts.port or 80
-    host = url_host(parts.hostname) + ("" if port == 80 else ":%d" % port)
-    return _exchange(socket.create_connection((parts.hostname, port), timeout), host,
-                     (parts.path or "/") + ("?" + parts.query if parts.query else ""), headers)
+    parts = plain_http(url)
+    if parts is None:  # https, or an http URL plain_http leaves to urlsplit (userinfo, say)
+        split = urlsplit(url)
+        if split.scheme != "http":
+            status, dummy, body = http_request("GET", url, timeout, headers=headers)
+            return status, body
+        parts = (split.hostname, split.port or 80, (split.path or "/") + ("?" + split.query if split.query else ""))
+    hostname, port, target = parts
+    host = url_host(hostname) + ("" if port == 80 else ":%d" % port)
+    return _exchange(_tcp_connect(hostname, port, timeout), host, target, headers)
+
+
+def urlsplit(url):
+    """urllib.parse.urlsplit, imported when first needed (see the module's note)."""
+    from urllib.parse import urlsplit as split  # pylint: disable=import-outside-toplevel
+    return split(url)
+
+
+def quote(text, safe="/"):
+    """urllib.parse.quote of ``text`` (a str): percent-encoded UTF-8 but for letters, digits,
+    ``_.-~`` and ``safe``; written out here so that a read of the box needs no urllib.parse."""
+    return "".join(char if char in _UNRESERVED or char in safe else "".join("%%%02X" % byte for byte in char.encode("utf-8"))
+                   for char in text)
+
+
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~")
+_PORT_DIGITS = frozenset("0123456789")
+
+
+def plain_http(url):
+    """(hostname, port, target) of a plain ``http://HOST[:PORT][/PATH][?QUERY][#FRAGMENT]`` URL as
+    urlsplit reads it: the host lowercased, an IPv6 literal without its brackets, the port 80 when
+    none is given, the target ``PATH?QUERY`` (``/`` for an empty path), the fragment dropped. None
+    for any other URL (another scheme, userinfo, a port that is not 1 to 65535, an empty host,
+    blanks or control characters), which the caller leaves to urlsplit."""
+    if url[:7].lower() != "http://" or any(char <= " " for char in url):
+        return None
+    rest = url[7:].partition("#")[0]
+    rest, dummy, query = rest.partition("?")
+    authority, slash, path = rest.partition("/")
+    if "@" in authority or not authority:
+        return None
+    if authority.startswith("["):
+        hostname, bracket, port = authority[1:].partition("]")
+        if not bracket or (port and not port.startswith(":")):
+            return None
+        port = port[1:]
+    else:
+        hostname, dummy, port = authority.partition(":")
+        if ":" in port:
+            return None
+    if not hostname or (port and not (set(port) <= _PORT_DIGITS and 0 < int(port) < 65536)):
+        return None
+    return hostname.lower(), int(port) if port else 80, (slash + path or "/") + ("?" + query if query else "")
+
+
+def _tcp_connect(hostname, port, timeout):
+    """A stream socket of ``_socket`` connected to ``hostname``:``port``, each address getaddrinfo
+    gives tried in turn (socket.create_connection's way); the last failure raised. An ASCII name
+    goes as bytes, which spares the IDNA codec's import."""
+    name = hostname.encode("ascii") if hostname.isascii() else hostname
+    failure = None
+    for family, kind, proto, dummy, address in _socket.getaddrinfo(name, port, 0, _socket.SOCK_STREAM):
+        sock = _socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(address)
+            return sock
+        except OSError as exc:
+            sock.close()
+            failure = exc
+    raise failure or OSError("no address for %s" % hostname)
+
+
+class _Received(io.RawIOBase):
+    """What a connected ``_socket`` socket receives, as a raw stream for io.BufferedReader (the file
+    socket.socket.makefile("rb") gives)."""
+
+    def __init__(self, sock):
+        super(_Received, self).__init__()
+        self._sock = sock
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        return self._sock.recv_into(buffer)
 
 
 def wait_for_listener(url, seconds, clock=None, sleep=None):
     """Wait up to ``seconds`` for the host and port of ``url`` to accept a TCP connection (a server
     that starts in the same run); True once one did. Each try has at most a second."""
+    import socket  # pylint: disable=import-outside-toplevel  # not on the box reader's way
     clock, sleep = clock or time.monotonic, sleep or time.sleep
     parts = urlsplit(url)
     address = (parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
@@ -88,8 +178,14 @@ def wait_for_listener(url, seconds, clock=None, sleep=None):
 
 
 def unix_connect(socket_path, timeout):
-    """A stream socket connected to the unix socket ``socket_path``, with ``timeout``."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    """A socket.socket connected to the unix socket ``socket_path``, with ``timeout`` (its
+    makefile and shutdown for a caller that streams, as image_load's)."""
+    import socket  # pylint: disable=import-outside-toplevel  # not on the box reader's way
+    return _unix_connect(socket, socket_path, timeout)
+
+
+def _unix_connect(module, socket_path, timeout):
+    sock = module.socket(module.AF_UNIX, module.SOCK_STREAM)
     try:
         sock.settimeout(timeout)
         sock.connect(socket_path)
@@ -102,7 +198,7 @@ def unix_connect(socket_path, timeout):
 def unix_get(socket_path, path, timeout, headers=None):
     """GET ``path`` from the HTTP service on the unix socket ``socket_path`` (the Docker engine's):
     (status, body), failures as http_get's."""
-    return _exchange(unix_connect(socket_path, timeout), "localhost", path, headers)
+    return _exchange(_unix_connect(_socket, socket_path, timeout), "localhost", path, headers)
 
 
 def _exchange(sock, host, path, headers):
@@ -111,7 +207,7 @@ def _exchange(sock, host, path, headers):
     lines += ["%s: %s" % (name, value) for name, value in (headers or {}).items()]
     try:
         sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
-        with sock.makefile("rb") as stream:
+        with io.BufferedReader(_Received(sock)) as stream:
             return read_answer(stream)
     finally:
         sock.close()

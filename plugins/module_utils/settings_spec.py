@@ -39,7 +39,17 @@ RUN_ONLY = frozenset((
     "weights_fetch_progress_interval", "weights_fetch_idle_timeout", "weights_fetch_timeout",
     "weights_fetch_peer_fanout", "weights_fetch_peer_address",
     "smoke_test_timeout",
+    # Where the controller keeps its copy of the patch series (under $HOME by default): the series
+    # in it is the one tensorfold_image_patch_series_commit names, which counts.
+    "tensorfold_image_controller_cache",
 ))
+
+# Settings naming a folder on the controller whose files shape the image: they count in the
+# fingerprint by the names and digests of the patches in it, not by where the folder is (the site's
+# patches default to the collection's own folder, so the path changes with the checkout's place):
+# a checkout moved, or a run from another account, leaves a converged fleet converged, and an edited
+# patch does not.
+CONTENT_FOLDERS = ("tensorfold_image_patch_series_dir", "tensorfold_image_site_patches_dir")
 
 # Roles whose settings shape other hosts (the gateway, the Prometheus host) or a measurement, never a
 # GPU box: left out of a box's fingerprint too, so editing them leaves the fleet's boxes on the fast

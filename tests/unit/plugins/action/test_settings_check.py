@@ -293,3 +293,38 @@ def test_values_already_typed_keep_the_fingerprint_a_converged_box_recorded():
                  tensorfold_gpus=[0, 1])
     assert settings_spec.normalised(spec, typed) == typed
     assert [type(value) for value in settings_spec.normalised(spec, typed).values()] == [type(value) for value in typed.values()]
+
+
+def test_a_patch_folder_counts_by_its_patches_not_by_where_it_is(tmp_path):
+    # Two operators' checkouts, or one moved: the same patches in another place keep every box's
+    # fingerprint (a changed one would redeploy the fleet); an edited or added patch changes it.
+    spec = dict(SPEC, tensorfold_image_site_patches_dir={"type": "str"}, tensorfold_image_patch_series_dir={"type": "str"},
+                tensorfold_image_controller_cache={"type": "str"})
+    for place in ("alice", "bob"):
+        (tmp_path / place).mkdir()
+        (tmp_path / place / "0001-site.patch").write_text("--- a\n+++ b\n")
+        (tmp_path / place / "README.md").write_text("notes on the patches of %s\n" % place)
+
+    def fingerprint(place, **more):
+        return settings_fingerprint(spec, dict(VALUES, tensorfold_image_site_patches_dir=str(tmp_path / place),
+                                               tensorfold_image_controller_cache="/home/%s/.cache/glm53-tensorfold" % place,
+                                               **more))
+    assert fingerprint("alice") == fingerprint("bob")
+    (tmp_path / "bob" / "0001-site.patch").write_text("--- a\n+++ b\n@@ edited\n")
+    assert fingerprint("alice") != fingerprint("bob")
+    (tmp_path / "alice" / "0002-more.patch").write_text("--- c\n+++ d\n")
+    assert fingerprint("alice") != settings_fingerprint(spec, dict(VALUES, tensorfold_image_site_patches_dir=str(tmp_path / "bob")))
+    # The recipe's series in a folder of the site's own counts the same way.
+    assert fingerprint("alice", tensorfold_image_patch_series_dir=str(tmp_path / "alice")) == \
+        fingerprint("alice", tensorfold_image_patch_series_dir=str(tmp_path / "alice") + "/")
+    assert fingerprint("alice", tensorfold_image_patch_series_dir=str(tmp_path / "alice")) != \
+        fingerprint("alice", tensorfold_image_patch_series_dir=str(tmp_path / "bob"))
+
+
+def test_the_collections_own_patch_folder_counts_where_no_setting_names_one(tmp_path, monkeypatch):
+    from ansible_collections.glm53.tensorfold.plugins.action import settings_check
+    (tmp_path / "0001-site.patch").write_text("--- a\n+++ b\n")
+    monkeypatch.setattr(settings_check, "SITE_PATCHES", str(tmp_path))
+    before = settings_fingerprint(SPEC, VALUES)
+    (tmp_path / "0001-site.patch").write_text("--- a\n+++ b\n@@ edited\n")
+    assert settings_fingerprint(SPEC, VALUES) != before

@@ -10,6 +10,7 @@ __metaclass__ = type
 import io
 import socket
 import threading
+from urllib.parse import quote, urlsplit
 
 import pytest
 
@@ -135,3 +136,59 @@ def test_wait_for_listener_waits_for_a_server_that_starts_late_and_gives_up_on_o
     naps = []
     assert not net.wait_for_listener("http://127.0.0.1:%d" % port, 10, clock=lambda: next(ticks), sleep=naps.append)
     assert naps == [0.2]
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1:8020/health", "http://127.0.0.1:8020", "http://Box-1.Example:80/v1/models?x=1&y=2",
+    "HTTP://box/", "http://box?q=1", "http://box:8020?q=1/2", "http://box/p?", "http://box/p#frag?x",
+    "http://[::1]:8020/health", "http://[2001:DB8::5]/", "http://box:/x", "http://box/a%20b",
+])
+def test_a_plain_http_url_is_read_as_urlsplit_reads_it(url):
+    split = urlsplit(url)
+    assert net.plain_http(url) == (split.hostname, split.port or 80,
+                                   (split.path or "/") + ("?" + split.query if split.query else ""))
+
+
+@pytest.mark.parametrize("url", [
+    "https://box/health", "ftp://box/", "http://user:secret@box/", "http://box:0/", "http://box:65536/",
+    "http://box:80x/", "http://[::1/", "http://[::1]x/", "http://a:b:c/", "http:///path", "http://box/a b",
+    "http://box/\tx", "http://",
+])
+def test_other_urls_are_left_to_urlsplit(url):
+    assert net.plain_http(url) is None
+
+
+@pytest.mark.parametrize("text", ["glm53-tensorfold", "glm53/tensorfold-native:5c83f51c", "a b/c?d#e&f=g%h",
+                                  "reg.example:5000/img@sha256:" + "0" * 64, "caf\u00e9~_.-", ""])
+@pytest.mark.parametrize("safe", ["", ":/", "/"])
+def test_quote_encodes_as_urllib_does(text, safe):
+    assert net.quote(text, safe=safe) == quote(text, safe=safe)
+
+
+def test_http_get_reaches_a_name_with_several_addresses_and_an_ipv6_literal():
+    served = []
+    for family, address in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+        try:
+            listener = socket.socket(family)
+            listener.bind((address, 0))
+        except OSError:  # no IPv6 on this machine's loopback
+            continue
+        listener.listen(4)
+        served.append((address, listener.getsockname()[1],
+                       KeepAliveServer(listener, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")))
+    try:
+        for address, port, unused in served:
+            host = "[%s]" % address if ":" in address else address
+            assert net.http_get("http://%s:%d/health" % (host, port), 5) == (200, b"ok")
+    finally:
+        for unused, unused_port, server in served:
+            server.close()
+    assert served[0][2].requests[0].startswith("GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % served[0][1])
+
+
+def test_http_get_of_a_closed_port_raises_an_os_error():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(OSError):
+        net.http_get("http://localhost:%d/health" % port, 2)

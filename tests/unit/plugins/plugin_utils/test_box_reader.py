@@ -77,6 +77,9 @@ def test_the_fast_path_read_imports_only_what_it_uses(tmp_path):
     # whose import (email, ssl) cost the read about a quarter of its run; and no hashlib (its
     # OpenSSL library), which only a download uses.
     assert not [name for name in imported if name in ("http.client", "ssl", "hashlib") or name.startswith("email")], imported
+    # Nor socket.py (its enums), urllib.parse (with ipaddress) or the IDNA codec: about 8 ms of the
+    # box's CPU a read (module_utils/net.py's note); the read goes through _socket.
+    assert not [name for name in imported if name in ("socket", "urllib.parse", "ipaddress", "encodings.idna")], imported
 
 
 def test_a_missing_file_is_a_traceback_not_an_answer():
