@@ -129,8 +129,9 @@ def plain_http(url):
 def _tcp_connect(hostname, port, timeout):
     """A stream socket of ``_socket`` connected to ``hostname``:``port``, each address getaddrinfo
     gives tried in turn (socket.create_connection's way); the last failure raised. An ASCII name
-    goes as bytes, which spares the IDNA codec's import."""
-    name = hostname.encode("ascii") if hostname.isascii() else hostname
+    goes as bytes, which spares the IDNA codec's import; an empty one (None, as urlsplit reads
+    ``http://:8020``) is the loopback address, as getaddrinfo takes it."""
+    name = hostname.encode("ascii") if hostname and hostname.isascii() else hostname
     failure = None
     for family, kind, proto, dummy, address in _socket.getaddrinfo(name, port, 0, _socket.SOCK_STREAM):
         sock = _socket.socket(family, kind, proto)

@@ -83,12 +83,16 @@ class KeepAliveServer:
             conn.close()
 
 
-def test_http_get_sends_one_closing_get_and_reads_a_chunked_answer_of_an_open_connection():
+def loopback_server(reply):
+    """(port, KeepAliveServer) answering ``reply`` on 127.0.0.1."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(4)
-    port = listener.getsockname()[1]
-    server = KeepAliveServer(listener, b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
+    return listener.getsockname()[1], KeepAliveServer(listener, reply)
+
+
+def test_http_get_sends_one_closing_get_and_reads_a_chunked_answer_of_an_open_connection():
+    port, server = loopback_server(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
     try:
         assert net.http_get("http://127.0.0.1:%d/health?x=1" % port, 5, headers={"Authorization": "Bearer k"}) == (200, b"ok")
     finally:
@@ -184,6 +188,14 @@ def test_http_get_reaches_a_name_with_several_addresses_and_an_ipv6_literal():
         for unused, unused_port, server in served:
             server.close()
     assert served[0][2].requests[0].startswith("GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % served[0][1])
+
+
+def test_a_url_without_a_host_name_reaches_the_loopback_address_as_before():
+    port, server = loopback_server(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    try:
+        assert net.http_get("http://:%d/health" % port, 5) == (200, b"ok")
+    finally:
+        server.close()
 
 
 def test_http_get_of_a_closed_port_raises_an_os_error():
