@@ -60,7 +60,7 @@ from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
 from ansible_collections.glm53.tensorfold.plugins.module_utils.codes import problem
-from ansible_collections.glm53.tensorfold.plugins.module_utils.image_inputs import file_entry, is_patch_candidate, order_source
+from ansible_collections.glm53.tensorfold.plugins.module_utils.image_inputs import file_entry, order_source, patch_names
 
 
 class LookupModule(LookupBase):
@@ -75,8 +75,7 @@ class LookupModule(LookupBase):
                 raise AnsibleLookupError(problem("E_SETTINGS", (variables or {}).get("inventory_hostname", "controller"),
                                                  "patch folder %s (%s) does not exist on the controller" % (folder, source),
                                                  "Point the setting that names it at an existing folder."))
-            names = [n for n in os.listdir(folder) if is_patch_candidate(n) and os.path.isfile(os.path.join(folder, n))]
-            for name in order_source(names):
+            for name in order_source(patch_names(folder)):
                 path = os.path.join(folder, name)
                 with open(path, "rb") as handle:
                     entries.append(file_entry(name, handle.read(), source, path))

@@ -161,17 +161,20 @@ def is_patch_candidate(name):
     return not (name.startswith(".") or name.startswith("README") or name == "series")
 
 
-def folder_patches(folder, isdir=os.path.isdir, listdir=os.listdir):
-    """{name: sha256} of the patch files in ``folder`` (on the controller), as the patch_series
-    lookup reads them; None when it is no folder (the image's check reports that)."""
-    if not isdir(folder):
+def patch_names(folder):
+    """The names of the patch files in ``folder`` (on the controller), in no particular order."""
+    return [name for name in os.listdir(folder) if is_patch_candidate(name) and os.path.isfile(os.path.join(folder, name))]
+
+
+def folder_patches(folder):
+    """{name: sha256} of the patch files in ``folder``, as the patch_series lookup reads them; None
+    when it is no folder (the image's check reports that)."""
+    if not os.path.isdir(folder):
         return None
     found = {}
-    for name in sorted(listdir(folder)):
-        path = os.path.join(folder, name)
-        if is_patch_candidate(name) and os.path.isfile(path):
-            with open(path, "rb") as handle:
-                found[name] = hashlib.sha256(handle.read()).hexdigest()
+    for name in patch_names(folder):
+        with open(os.path.join(folder, name), "rb") as handle:
+            found[name] = hashlib.sha256(handle.read()).hexdigest()
     return found
 
 
