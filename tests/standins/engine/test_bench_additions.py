@@ -78,8 +78,13 @@ def test_streams_at_the_configured_decode_and_prefill_speed(engine):
     sent, stamps = stream(base, 1000, 60)
     assert len(stamps) == 60  # ignore_eos: the reply is max_tokens long
     ttft = stamps[0] - sent
-    assert 0.45 <= ttft <= 0.65, ttft  # 1000 prompt tokens at 2000 a second
-    rate = (len(stamps) - 1) / (stamps[-1] - stamps[0])
+    # 1000 prompt tokens at 2000 a second; the upper bound leaves room for a loaded machine and still
+    # fails a prefill counted twice (1 s)
+    assert 0.45 <= ttft <= 0.8, ttft
+    # The median gap, not first-to-last: on a busy machine one token can leave late and the
+    # schedule then catches up, which moves the ends but not the pace of the stream.
+    gaps = sorted(later - earlier for earlier, later in zip(stamps, stamps[1:]))
+    rate = 1 / gaps[len(gaps) // 2]
     assert abs(rate - 80) <= 8, rate
 
 
