@@ -197,10 +197,31 @@ def test_in_check_mode_a_converged_box_lends_what_the_box_being_checked_lacks(co
     assert roles(ran["gpu-b"]) == CHECK_RUN, output
 
 
+def plays_without_hosts(output):
+    """The names of the plays Ansible said matched no host."""
+    names = re.findall(r"^PLAY \[(.*)\] \**\nskipping: no hosts matched", output, re.M)
+    return set(names)
+
+
 def test_a_tag_runs_its_step_only(collection, tmp_path):
     rc, output, ran = site(collection, tmp_path, args=["--tags", "smoke"])
     assert rc == 0, output
     assert roles(ran["gpu-a"]) == ["smoke_test"], output
+    # The deploy plays that --tags smoke selects nothing in take no box (each would cost every box
+    # its always-tagged tasks); the smoke play takes both.
+    idle = plays_without_hosts(output)
+    for play in ("The air-gapped bundle", "NVIDIA Container Toolkit", "The engine image", "The weights", "Both ranks in one"):
+        assert any(name.startswith(play) for name in idle), (play, output)
+    assert not any(name.startswith("Smoke test") for name in idle), output
+
+
+def test_a_tag_of_a_roles_task_takes_the_boxes_into_its_play(collection, tmp_path):
+    # --tags check selects the toolkit role's checks (tagged check) in the toolkit play, not its install.
+    rc, output, ran = site(collection, tmp_path, args=["--tags", "check"])
+    assert rc == 0, output
+    idle = plays_without_hosts(output)
+    assert not any(name.startswith("NVIDIA Container Toolkit") for name in idle), output
+    assert any(name.startswith("Both ranks in one") for name in idle), output
 
 
 @pytest.fixture(scope="module")
@@ -440,6 +461,8 @@ def test_the_step_knows_the_tags_of_the_plays_it_prepares_for():
     assert sorted(tags["glm53.tensorfold.bundle"]) == sorted(known["bundle"])
     assert sorted(tags["glm53.tensorfold.nvidia_toolkit"]) == sorted(known["toolkit"])
     assert sorted(tags["glm53.tensorfold.tensorfold_image"]) == sorted(known["image"])
+    assert sorted(tags["glm53.tensorfold.weights_fetch"]) == sorted(known["weights"])
+    assert sorted(tags["glm53.tensorfold.smoke_test"]) == sorted(known["smoke"])
     start = [play["tags"] for playbook, play, _ in _step_entries() if play["name"].startswith("Both ranks in one container")]
     assert start == [known["start"]]
 
