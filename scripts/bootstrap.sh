@@ -85,19 +85,36 @@ collection_link() {
   ln -sfn "$ROOT" .cache/collections/ansible_collections/glm53/tensorfold
 }
 
+# 5. The base images (Docker; debootstrap mostly waits on the mirror), one after another: the
+# runtime flavor is made from the image flavor.
+base_images() {
+  bash scripts/build-base-image.sh
+  # Debian 13 boxes (molecule/nvidia_toolkit's second platform).
+  bash scripts/build-base-image.sh trixie
+  # What the test image builds inside a box start from (smaller than a box: it travels).
+  bash scripts/build-base-image.sh image
+  # The engine image's runtime stage in the demo and the bench (made from the one above).
+  bash scripts/build-base-image.sh runtime
+}
+
+# 6. The tools' own venvs, made here with the rest of the setup rather than by the first test that
+# needs them: antsibull-docs (the docs stage) and the load tool aiperf (the bench tests and scenarios).
+docs_venv() { bash scripts/docs.sh --setup >/dev/null; }
+load_tool_venv() { bash scripts/load-tool-venv.sh >/dev/null; }
+
+# Each pip install keeps one core busy and nothing else: on a fresh machine the venvs one after
+# another took 167 s on two cores, one of them idle. Side by side, each job failing on its own.
+side_by_side() {  # side_by_side FUNCTION...
+  local pids=() i failed=0
+  for i in "$@"; do "$i" & pids+=($!); done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || { echo "[bootstrap] ${*:$((i + 1)):1} failed" >&2; failed=1; }
+  done
+  return "$failed"
+}
+
 os_packages
 docker_engine
-python_venv
 collection_link
-bash scripts/build-base-image.sh
-# Debian 13 boxes (molecule/nvidia_toolkit's second platform).
-bash scripts/build-base-image.sh trixie
-# What the test image builds inside a box start from (smaller than a box: it travels).
-bash scripts/build-base-image.sh image
-# The engine image's runtime stage in the demo and the bench (made from the one above).
-bash scripts/build-base-image.sh runtime
-# The tools' own venvs, made here with the rest of the setup rather than by the first test that
-# needs them: antsibull-docs (the docs stage) and the load tool aiperf (the bench tests and scenarios).
-bash scripts/docs.sh --setup >/dev/null
-bash scripts/load-tool-venv.sh >/dev/null
+side_by_side python_venv base_images docs_venv load_tool_venv
 log "ready"
