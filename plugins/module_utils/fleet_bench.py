@@ -42,7 +42,11 @@ def aiperf_command(aiperf, url, model, tokenizer, case, artifact_dir, extra_inpu
              "--benchmark-duration", str(int(case["max_seconds"])), "--benchmark-grace-period", "30",
              "--request-timeout-seconds", str(int(case["max_seconds"])),
              "--random-seed", "1", "--use-server-token-count", "--use-legacy-max-tokens",
-             "--ui-type", "none", "--no-auto-plot", "--artifact-dir", artifact_dir]
+             "--ui-type", "none", "--no-auto-plot", "--artifact-dir", artifact_dir,
+             # aiperf runs on the controller: by default it reads GPU telemetry from DCGM on the
+             # controller's own localhost (not the box's GPUs) and scrapes the target's /metrics
+             # (the engine's needs a key). The report reads neither; each is a process less.
+             "--no-gpu-telemetry", "--no-server-metrics"]
     extras = ["%s:%s" % (k, json.dumps(v) if isinstance(v, bool) else v) for k, v in sorted((extra_inputs or {}).items())]
     if extras:
         argv += ["--extra-inputs"] + extras

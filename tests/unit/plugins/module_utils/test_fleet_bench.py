@@ -46,6 +46,8 @@ def test_command_is_bounded_and_carries_no_key():
     assert argv[argv.index("--isl") + 1] == "128" and argv[argv.index("--osl") + 1] == "100"
     assert argv[-2:] == ["--extra-inputs", "ignore_eos:true"]
     assert "--api-key" not in argv
+    # Nothing from the controller's own GPUs (DCGM on its localhost) or the target's /metrics.
+    assert "--no-gpu-telemetry" in argv and "--no-server-metrics" in argv
 
 
 def test_ratio_to_median_flags_the_half_speed_box_only():
